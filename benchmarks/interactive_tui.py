@@ -107,15 +107,19 @@ async def _function_diffs(app, pilot, p: dict, until, add, res: dict) -> None:
         await asyncio.wrap_future(app.code_prefetch)
     res[BG_PREP] = {"cold": [round((time.perf_counter() - t) * 1000, 1)]}
     await _changelog(changelog, pilot, until, add)
+    opener = _fdiff_opener(FunctionDiffScreen)
     for i, pair in enumerate(p["fdiff"]):
-        screen = FunctionDiffScreen(*pair)
+        shown: list = []
         add(
             "function diff",
-            await until(lambda s=screen: app.push_screen(s), lambda s=screen: s.diff is not None),
+            await until(
+                lambda pr=pair, sh=shown: sh.append(opener(app, *pr)),
+                lambda sh=shown: bool(sh) and sh[0].diff is not None and app.screen is sh[0],
+            ),
             i == 0,
         )
+        shown.clear()  # a person holds no closed screen (the collector frees a new one)
         app.pop_screen()
-        screen = None  # a person holds no closed screen (the collector frees it)
         await pilot.pause()
     app.pop_screen()
     changelog = None
@@ -373,6 +377,23 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
         res[UNFROZEN] = {"cold": [len(gc.get_objects())]}
     _end_figures(res, pauses)
     return res
+
+
+def _fdiff_opener(screen_class):
+    """How the changelog opens a function diff in the checkout measured: its
+    ``open_function_diff`` (the app's kept screen), or a new screen pushed (before it)."""
+    from kbtool.tui.screens import code_diff
+
+    opener = getattr(code_diff, "open_function_diff", None)
+    if opener is not None:
+        return opener
+
+    def push_new(app, *pair):
+        screen = screen_class(*pair)
+        app.push_screen(screen)
+        return screen
+
+    return push_new
 
 
 def _code_opener():

@@ -534,9 +534,9 @@ class KbApp(ReleasingWorkers, App[None]):
         self.push_screen(HeatmapScreen(version_id, index))
 
     def open_detail(self, version_id: int, index: int) -> None:
-        from kbtool.tui.screens.detail import DetailScreen
+        from kbtool.tui.screens.detail import open_detail  # one kept screen (issue 30)
 
-        self.push_screen(DetailScreen(version_id, index))
+        open_detail(self, version_id, index)
 
     def open_history(self, stable_id: str) -> None:
         from kbtool.tui.screens.history import HistoryScreen

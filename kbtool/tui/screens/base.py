@@ -61,6 +61,14 @@ def _breakpoints(screen: Screen) -> bool:
     return bool(h or v)
 
 
+def style_inputs(app) -> tuple:
+    """What a screen's computed styles depend on beyond its own widgets: the app's CSS
+    generation (a theme change bumps it; Textual restyles only the screens on the stack
+    then) and the app's classes (``-small``). A kept screen closed and shown again with these
+    unchanged has its styles as they were (issue 30)."""
+    return (getattr(app, "_css_update_count", None), app.classes, app.theme)
+
+
 def _laid_out_at(screen: Screen, size: object) -> bool:
     """Whether the screen is laid out at ``size`` already (False when it cannot tell)."""
     compositor = getattr(screen, "_compositor", None)

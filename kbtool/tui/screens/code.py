@@ -29,6 +29,7 @@ from kbtool.render.text import lit
 from kbtool.services import heap
 from kbtool.textutil import printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.screens.base import style_inputs as _style_inputs
 from kbtool.tui.screens.code_diff import DiffPair, FunctionDiffScreen
 from kbtool.tui.screens.code_paging import PagedDisassembly
 from kbtool.tui.screens.code_paging import read_ro as _load
@@ -635,13 +636,6 @@ def _short_code_of(conn, vid: int, idx: int) -> tuple | None:
     if n is None or n > AT_ONCE_INSTRUCTIONS:
         return None
     return _code_of(code_service, conn, vid, idx, lambda text: None)
-
-
-def _style_inputs(app) -> tuple:
-    """What a screen's computed styles depend on beyond its own widgets: the app's CSS
-    generation (a theme change bumps it; Textual restyles only the screens on the stack
-    then) and the app's classes (``-small``)."""
-    return (getattr(app, "_css_update_count", None), app.classes, app.theme)
 
 
 def open_code(app, version_id: int, index: int, mode: str = C) -> CodeScreen:

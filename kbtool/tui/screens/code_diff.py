@@ -4,10 +4,11 @@ listings (side by side or unified) or the diff of the lifted C. Split from
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
@@ -17,14 +18,17 @@ from kbtool.kb.errors import KBError
 from kbtool.render.code import WASM, C, diff_summary_text
 from kbtool.render.text import lit
 from kbtool.services import heap
-from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
+from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen, style_inputs
 from kbtool.tui.screens.code_paging import read_ro as _load
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.diff_view import FunctionDiffView
 from kbtool.tui.widgets.lists import TitleBar
 from kbtool.tui.widgets.palette import name_text
 
-__all__ = ["DiffPair", "FunctionDiffScreen"]
+__all__ = ["KEPT", "DiffPair", "FunctionDiffScreen", "open_function_diff"]
+
+KEPT = "kbtool-fdiff"  # the app's kept function diff screen (open_function_diff)
+AT_ONCE_INSTRUCTIONS = 400  # both bodies this short, both versions prepared: read before shown
 
 
 class DiffPair(NamedTuple):
@@ -70,6 +74,45 @@ class FunctionDiffScreen(KbScreen):
 
     def on_mount(self) -> None:
         self.query_one("#fdiff-view").focus()
+
+    _styled_as: tuple | None = None  # the styles' inputs when it was closed (kept screen)
+
+    def swap(self, pair: DiffPair) -> None:
+        """Another pair on this (kept, closed) screen, as a new screen of it would start
+        (side by side, Raw WASM); the last one's late answer is dropped (``_gen``). Two short
+        bodies of prepared versions are compared here, before it is shown (its first frame
+        has the diff: one layout and render); else the worker compares them on its resume."""
+        self.pair = pair
+        self.diff = None
+        self.unified, self.mode = False, WASM
+        self._gen += 1
+        self.query_one("#title", TitleBar).show("")
+        self.query_one("#fdiff-status", Static).update(Text("comparing…", style="italic"))
+        view = self.query_one("#fdiff-view", FunctionDiffView)
+        view.changes = []
+        view.set_lines(0, lambda i: Text(""), 0)
+        view.focus()
+        try:
+            diff = _load(self.kb.db_path, _short_diff_of, pair)
+        except Exception:  # the worker says what it is
+            diff = None
+        if diff is None:
+            self.seen_token = None  # resumed: refresh_from_kb compares them on a worker
+            return
+        self._gen += 1
+        self._loaded(self._gen, diff, None)
+        self.seen_token = self.kb.kb_token  # read now: not again when resumed
+
+    def on_screen_suspend(self) -> None:
+        if self not in self.app.screen_stack:  # closed (the kept one is not unmounted)
+            self._styled_as = style_inputs(self.app)
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Shown again with nothing its styles depend on changed while it was closed: not
+        restyled by Textual's handler (after this one)."""
+        if self._styled_as is not None and self._styled_as == style_inputs(self.app):
+            event.refresh_styles = False
+        self._styled_as = None
 
     def reload(self) -> None:
         self._gen += 1
@@ -150,3 +193,39 @@ class FunctionDiffScreen(KbScreen):
         except KBError:
             return None
         return FunctionRef(self.pair.to_version, self.pair.to_index, fn["stable_id"], fn["name"])
+
+
+def _short_diff_of(conn, pair: DiffPair) -> dict | None:
+    """The pair's diff when both bodies have at most :data:`AT_ONCE_INSTRUCTIONS` and both
+    versions are prepared (read on the UI thread: a few ms); None for any other."""
+    code_service = sys.modules.get("kbtool.services.code")
+    if code_service is None:
+        return None
+    for vid, idx in ((pair.from_version, pair.from_index), (pair.to_version, pair.to_index)):
+        if not code_service.is_cached(conn, vid):
+            return None
+        n = code_service.body_instructions(conn, vid, idx)
+        if n is None or n > AT_ONCE_INSTRUCTIONS:
+            return None
+    return code_service.function_diff_at(conn, *pair)
+
+
+def open_function_diff(
+    app, from_version: int, from_index: int, to_version: int, to_index: int
+) -> FunctionDiffScreen:
+    """Push one function's diff. The app keeps one function diff screen (installed as
+    :data:`KEPT`), shown again with another pair's content: not composed, mounted and styled
+    again (issue 30). While it is open a new one is pushed over it."""
+    pair = DiffPair(from_version, from_index, to_version, to_index)
+    kept = app.get_screen(KEPT) if app.is_screen_installed(KEPT) else None
+    if kept is None or not isinstance(kept, FunctionDiffScreen):
+        screen = FunctionDiffScreen(*pair)
+        if kept is None:
+            app.install_screen(screen, KEPT)
+    elif kept in app.screen_stack or not kept.is_running:
+        screen = FunctionDiffScreen(*pair)
+    else:
+        kept.swap(pair)
+        screen = kept
+    app.push_screen(screen)
+    return screen

@@ -26,7 +26,7 @@ from kbtool.render.text import lit
 from kbtool.services import nav
 from kbtool.textutil import clip, printable
 from kbtool.tui.screen_css import ScreenCss
-from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen, style_inputs
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text, prov_text
@@ -90,6 +90,8 @@ class DrawnOnce:
 # DetailScreen._on_screen_resume
 _STYLED: weakref.WeakSet = weakref.WeakSet()
 
+KEPT = "kbtool-detail"  # the name the app's kept detail screen is installed under (open_detail)
+
 
 class DetailScreen(ScreenCss, KbScreen):
     """Everything the KB knows about one function of one version."""
@@ -129,20 +131,40 @@ class DetailScreen(ScreenCss, KbScreen):
         yield DiffFooter(compact=True, show_command_palette=False)
 
     _suspended = False  # covered or closed once: shown again, restyled as Textual does
+    _styled_as: tuple | None = None  # the styles' inputs when it was closed (kept screen)
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         """First shown just after its mount: Textual's handler (after this one) restyles
         every widget of a resumed screen, all styled a moment ago as they were registered
         (~10 % of a warm detail open's profile). The app's first detail screen is restyled
         as Textual does (its rules join the stylesheet as it is first registered), and so is
-        one shown again (a theme may have changed meanwhile)."""
+        one shown again (a theme may have changed meanwhile) unless it is the kept screen
+        closed with what its styles depend on unchanged since (:func:`open_detail`)."""
         app = self.app
         if not self._suspended and app in _STYLED:
             event.refresh_styles = False
+        elif self._styled_as is not None and self._styled_as == style_inputs(app):
+            event.refresh_styles = False
+        self._styled_as = None
         _STYLED.add(app)
 
     def on_screen_suspend(self) -> None:
         self._suspended = True
+        if self not in self.app.screen_stack:  # closed (the kept one is not unmounted)
+            self._styled_as = style_inputs(self.app)
+
+    def swap(self, version_id: int, index: int) -> None:
+        """Another function on this (kept, closed) screen, read here before it is shown
+        again (the reads :meth:`reload` made on its resume anyway): its first frame has the
+        new record, links and title; nothing of the last one is left (scroll at the top,
+        the last one's string xrefs dropped by their generation)."""
+        self.version_id, self.index = version_id, index
+        self._fn = None
+        self.query_one("#detail-main").scroll_home(animate=False)
+        self.seen_token = self.kb.kb_token
+        self.reload()
+        self.query_one("#detail-main").focus()
+        self.call_after_refresh(self.kb.prepare_code, version_id)
 
     def on_mount(self) -> None:
         self.query_one("#detail-main").focus()
@@ -428,3 +450,22 @@ class DetailScreen(ScreenCss, KbScreen):
         from kbtool.tui.screens.code import open_code
 
         open_code(self.app, self.version_id, self.index)
+
+
+def open_detail(app, version_id: int, index: int) -> DetailScreen:
+    """Push one function's detail. The app keeps one detail screen (installed as
+    :data:`KEPT`): shown again with another function's content, its widgets are not composed,
+    mounted and styled again (most of a warm open's CPU, issue 30). While that screen is open
+    (a caller followed from it) a new one is pushed over it."""
+    kept = app.get_screen(KEPT) if app.is_screen_installed(KEPT) else None
+    if kept is None or not isinstance(kept, DetailScreen):
+        screen = DetailScreen(version_id, index)
+        if kept is None:
+            app.install_screen(screen, KEPT)
+    elif kept in app.screen_stack or not kept.is_running:
+        screen = DetailScreen(version_id, index)
+    else:
+        kept.swap(version_id, index)
+        screen = kept
+    app.push_screen(screen)
+    return screen

@@ -680,15 +680,14 @@ class DiffScreen(ScreenCss, KbScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         c = self._current_change()
         if c is not None and self._report is not None and c["classification"] == "modified":
-            from kbtool.tui.screens.code import FunctionDiffScreen  # the per-function diff
+            from kbtool.tui.screens.code_diff import open_function_diff  # one kept screen
 
-            self.app.push_screen(
-                FunctionDiffScreen(
-                    self._report.get("from_version_id", self._from),
-                    c["from_index"],
-                    self._report.get("to_version_id", self._to),
-                    c["to_index"],
-                )
+            open_function_diff(
+                self.app,
+                self._report.get("from_version_id", self._from),
+                c["from_index"],
+                self._report.get("to_version_id", self._to),
+                c["to_index"],
             )
             return
         self.action_open()
