@@ -79,9 +79,9 @@ def assign_new_ids(
         groups[(key, cd)].append(i)
     out: dict[int, str] = {}
     used: set[str] = set()
-    for (key, cd), members in sorted(groups.items()):  # (the keys differ: lists never compared)
+    for key, cd in sorted(groups):  # (not .items(): a key tuple first is a slower sort)
         prefix = f"{key}|{cd}|"  # (= _digest(key, cd, str(pos), str(salt)))
-        for pos, i in enumerate(sorted(members)):
+        for pos, i in enumerate(sorted(groups[(key, cd)])):
             salt = 0
             while True:
                 sid = blake(f"{prefix}{pos}|{salt}".encode(), digest_size=8).hexdigest()
