@@ -382,8 +382,12 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
 def _fdiff_opener(screen_class):
     """How the changelog opens a function diff in the checkout measured: its
     ``open_function_diff`` (the app's kept screen), or a new screen pushed (before it)."""
-    from kbtool.tui.screens import code_diff
+    import importlib
 
+    try:  # a --root tree before the split of the function diff out of screens/code.py
+        code_diff = importlib.import_module("kbtool.tui.screens.code_diff")
+    except ImportError:
+        code_diff = None
     opener = getattr(code_diff, "open_function_diff", None)
     if opener is not None:
         return opener
