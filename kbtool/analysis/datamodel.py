@@ -27,7 +27,6 @@ from collections.abc import Callable
 
 from kbtool.wasm import ModuleAnalysis
 from kbtool.wasm.datamap import passive_addresses
-from kbtool.wasm.kept import keep_also
 
 from . import datawalk_active
 from .dataitems import (
@@ -361,7 +360,6 @@ def build_data_model(
     starts = datawalk_active.ITEMS.item_starts(items)  # (compiled with the walk)
     readers: dict[int, set[int]] = {}
     writers: dict[int, set[int]] = {}
-    keep_also(refs, plan, flat)  # (a process ending after: never freed; kbtool.wasm.kept)
     refs = _count_refs(refs, items, starts, readers, writers)
     gl = global_infos(analysis, stack_pointer, go=go, getters=_getter_globals(analysis, data))
     for g in gl:

@@ -34,13 +34,14 @@ from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.ingest_classify import child_report, report_inputs
 from kbtool.services.ingest_data import build_ahead, built
-from kbtool.services.ingest_end import free_meanwhile, gc_paused_aged, keep_also, kept
+from kbtool.services.ingest_end import free_meanwhile, gc_paused_aged, kept
 from kbtool.services.ingest_match import keep_views, preload, start_early
 from kbtool.services.ingest_result import IngestResult
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.facts import analyze_workers
 from kbtool.wasm.gosyms import GoSymbolsError, recover_go_names
+from kbtool.wasm.kept import stop_keeping
 
 Progress = Callable[[str, int, int], None]
 
@@ -385,6 +386,8 @@ def _stored(
     funcs = analysis.functions
     program_id = lineage_svc.commit(conn, lineage)
     parent = lineage.parent_version_id
+    if parent is not None:  # (its peak is at the end: keeping would raise it)
+        stop_keeping()
     slots = table_slots(analysis)
     # the matcher's records: only to match a parent (a first version needs its table slots)
     new = [] if parent is None else (new or records_from_analysis(analysis))
@@ -402,7 +405,6 @@ def _stored(
         )
         store.insert_module_bytes(conn, vid, data)
         xrows, erows = rows.fact_rows(vid, funcs, slots, analysis.side)
-        keep_also(analysis.side, xrows, erows)  # (a process ending after: never freed)
         early["callees"] = analysis.side[2] if analysis.side is not None else None  # (new ids)
         analysis.side = None  # (its texts are in the rows now)
         store.insert_fact_values(conn, rows.FACT_COLUMNS, xrows)
@@ -452,7 +454,6 @@ def _stored(
 
     sid_of, frows = rows.function_rows(vid, funcs, carried, new_ids)
     store.insert_function_values(conn, rows.FUNCTION_COLUMNS, frows)
-    keep_also(frows)
     del frows  # (written: the data model reuses their memory)
     result = _result(analysis, vid, label, lineage, carried, by_method, unmatched, matcher_notes)
     _record_binary_names(conn, vid, analysis, sid_of, glue, result, early.pop("binary", None))
