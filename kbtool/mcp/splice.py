@@ -20,25 +20,18 @@ as it is. Outside the guard (tests, in-memory sessions) every answer goes as it 
 from __future__ import annotations
 
 import itertools
-import os
 import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from kbtool.services.json_answer import env_bytes
+
 __all__ = ["ACTIVE", "SPLICE_FROM", "literal", "splice", "stand_in", "stand_in_literal"]
 
 
-def _env_bytes(name: str, default: int) -> int:
-    try:
-        value = int(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
 #: answers this long (characters, all ASCII) or longer are spliced; ``KBTOOL_MCP_SPLICE_FROM``
-SPLICE_FROM = _env_bytes("KBTOOL_MCP_SPLICE_FROM", 1 << 20)
+SPLICE_FROM = env_bytes("KBTOOL_MCP_SPLICE_FROM", 1 << 20)
 MAX_PENDING_BYTES = 64 << 20  # stand-ins made and not written yet (a cancelled call's)
 KEPT = 2  # literals of the last answers (a whole diff asked again is the same text object)
 

@@ -17,10 +17,11 @@ from typing import Any
 
 from kbtool.textutil import json_safe
 
-__all__ = ["form", "LARGE", "Encoded", "as_json", "ascii_json", "string_literal"]
+__all__ = ["form", "LARGE", "Encoded", "as_json", "ascii_json", "env_bytes", "string_literal"]
 
 
-def _env_bytes(name: str, default: int) -> int:
+def env_bytes(name: str, default: int) -> int:
+    """A positive byte count from the environment variable ``name``, else ``default``."""
     try:
         value = int(os.environ.get(name, ""))
     except ValueError:
@@ -61,7 +62,7 @@ _BELOW_DEL = bytes(range(0x7F))  # ASCII but DEL: never escaped by json_safe
 #: 6.4 MB whole diff line; 22 -> 9 ms at 2 MiB, 8 -> 4 ms at 1 MiB, so smaller answers keep
 #: their readable UTF-8 (docs/DECISIONS.md, "The whole get_diff over MCP");
 #: ``KBTOOL_MCP_ASCII_FROM`` (bytes) moves the bound
-LARGE = _env_bytes("KBTOOL_MCP_ASCII_FROM", 2 << 20)
+LARGE = env_bytes("KBTOOL_MCP_ASCII_FROM", 2 << 20)
 
 
 def ascii_json(json_text: str) -> str:
