@@ -47,6 +47,8 @@ from kbtool.services.code_function import (
 )
 from kbtool.services.code_graph import callgraph, neighbours
 from kbtool.services.code_prepared import (
+    _LOCK,
+    _RESULTS,
     MAX_DATA_LABELS,
     PARSED_CACHE,
     PREPARED_CACHE,
@@ -79,6 +81,7 @@ __all__ = [
     "code_window",
     "diff_lines",
     "disassembly",
+    "first_screen_held",
     "function_code",
     "function_diff",
     "function_diff_at",
@@ -105,3 +108,17 @@ def warm_views(conn: sqlite3.Connection, version_id: int) -> None:
     code_graph.warm(cm)
     if cm.fields:  # a hook at all (a lazy one says so without laying out)
         _ = cm.fields.layouts  # laid out now
+
+
+def first_screen_held(
+    conn: sqlite3.Connection, version_id: int, func_index: int, max_lines: int = FIRST_SCREEN
+) -> bool:
+    """Whether this process holds a huge function's first screen and its C (a prepared
+    version's, as :func:`function_code` keeps them): that first screen's answer then
+    decodes, renders, lifts and reads no kept file (~2 ms: its few queries), as a short
+    function's. (Here, not in :mod:`.code_function`: the kept C's digest covers that.)"""
+    cm = code_module(conn, version_id)
+    with _LOCK:
+        first = _RESULTS.get((id(cm), func_index, "first", max_lines))
+        c = _RESULTS.get((id(cm), func_index, "c"))
+    return first is not None and first[0] is cm and c is not None and c[0] is cm

@@ -100,6 +100,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
     _at_line: int | None = None  # its line, found past a huge function's first screen
     _c_split: tuple[str, list[str], int] | None = None  # a huge C's text, lines, width
     _styled_as: tuple | None = None  # the styles' inputs when it was closed (kept screen)
+    _then: int | None = None  # gen of a huge function answered before the push (its rest)
 
     def __init__(self, version_id: int, index: int, mode: str = C) -> None:
         super().__init__()
@@ -145,7 +146,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         self.at_offset = self._at_line = self._c_split = None
         self._calls = {}
         self._gen += 1
-        self._shown = self._lifting = self._resting = self._pages = None
+        self._shown = self._lifting = self._resting = self._pages = self._then = None
         self.query_one("#title", TitleBar).show(Text(f"v{version_id} #{index}"))
         self.query_one("#code-status", Static).update(Text("loading…", style="italic"))
         self.query_one("#code-understanding", Static).remove_class("-shown")
@@ -162,6 +163,8 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         """A short function of a prepared version, read here on the UI thread before the
         kept screen is shown again: its first frame has the code (no "loading…" frame: one
         layout and render instead of two; the worker's read held the same interpreter lock).
+        So is a huge one whose first screen and C this process holds (opened before): its
+        links, and in Raw WASM the rest by pages, come after that frame (:meth:`_then_more`).
         Anything else (not prepared, long, an import, an error): False, the worker reads it."""
         try:
             result = _load(self.kb.db_path, _short_code_of, self.version_id, self.index)
@@ -172,6 +175,8 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         self._gen += 1
         self._loaded(self._gen, result, None)
         self.seen_token = self.kb.kb_token  # read now: not again when resumed
+        if result[0].get("partial"):  # a huge one's links (and more) after its first frame
+            self._then = self._gen
         return True
 
     def on_screen_suspend(self) -> None:
@@ -191,6 +196,10 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         if self._styled_as is not None and self._styled_as == _style_inputs(self.app):
             event.refresh_styles = False
         self._styled_as = None
+        if self._then is not None:  # answered before the push: the rest after its frame
+            gen, self._then = self._then, None
+            if gen == self._gen:
+                self._then_more(gen, self.version_id, self.index)
 
     def reload(self) -> None:
         self._gen += 1
@@ -225,6 +234,17 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         self.app.call_from_thread(self._loaded, gen, result, error)
         if result is None or not result[0].get("partial"):
             return
+        self._after_first(gen, version_id, index, result[1] is None)
+
+    @work(thread=True, group="code")
+    def _then_more(self, gen: int, version_id: int, index: int) -> None:
+        """A huge function answered before the push (:meth:`_answer_at_once`): what
+        :meth:`_fetch` does after its first frame."""
+        self._after_first(gen, version_id, index, True)
+
+    def _after_first(self, gen: int, version_id: int, index: int, links: bool) -> None:
+        """On a worker thread, a huge function's first screen shown: its C or the rest of
+        its disassembly, then (``links``: not read with it) its callers and callees."""
         # the first screen on the terminal before the lift and the links compete with its
         # paint for the interpreter (a 200,000-instruction lift held it for a second)
         if not self._after_paint():
@@ -232,7 +252,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         self.app.call_from_thread(self._more, gen)  # the C or the rest, on their own workers
         # callers/callees just after the code; after the C when it is being lifted (read
         # meanwhile, they held the GIL the lift needs: ~45 ms the first time per version)
-        if result[1] is None and self._current(gen) and self._lifting != gen:
+        if links and self._current(gen) and self._lifting != gen:
             self._fetch_links(gen, version_id, index)
 
     def _fetch_links(self, gen: int, version_id: int, index: int) -> None:
@@ -628,12 +648,18 @@ def _code_of(code_service, conn, vid: int, idx: int, say: Callable[[str], None])
 
 def _short_code_of(conn, vid: int, idx: int) -> tuple | None:
     """:func:`_code_of` for a function of at most :data:`AT_ONCE_INSTRUCTIONS` of a version
-    prepared already (read on the UI thread: a few ms); None for any other."""
+    prepared already, or a huge one whose first screen and C are held (read on the UI thread:
+    a few ms); None for any other."""
     code_service = sys.modules.get("kbtool.services.code")
     if code_service is None or not code_service.is_cached(conn, vid):
         return None
     n = code_service.body_instructions(conn, vid, idx)
-    if n is None or n > AT_ONCE_INSTRUCTIONS:
+    if n is None:
+        return None
+    if n > AT_ONCE_INSTRUCTIONS and not (  # or a huge one whose first screen and C are held
+        n > code_service.HUGE_INSTRUCTIONS
+        and code_service.first_screen_held(conn, vid, idx, code_service.FIRST_SCREEN)
+    ):
         return None
     return _code_of(code_service, conn, vid, idx, lambda text: None)
 

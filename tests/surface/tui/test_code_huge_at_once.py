@@ -1,0 +1,124 @@
+"""A huge function opened again on the app's kept code screen (issue 30): its first screen
+and C are held by this process, so it is read before the screen is shown (its first frame
+has the code, no "loading…" frame), its links and (Raw WASM) the rest by pages come after;
+what it shows is what a new screen of it shows, and the whole listing by pages is the
+function's whole disassembly."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kbtool.kb.db import open_ro
+from kbtool.render.code import WASM
+from kbtool.services import code
+from kbtool.tui.screens.code import CodeScreen, open_code
+from kbtool.tui.widgets.code_view import CodeView
+from tests.support.codefixtures import BIG_REPEAT, code_kb_fixture  # noqa: F401  (fixture)
+from tests.support.tui import make_app, screen_text, settle, until
+
+BIG = 5
+TOTAL = 4 * BIG_REPEAT + 3  # the header, 4 instructions per repeat, two more
+
+
+def _huge(monkeypatch) -> None:
+    monkeypatch.setattr(code, "HUGE_INSTRUCTIONS", 1_000)
+    monkeypatch.setattr(code, "FIRST_SCREEN", 200)
+    code.clear_cache()
+
+
+def _seen(app) -> dict:
+    screen = app.screen
+    view = screen.query_one("#code-view", CodeView)
+    return {
+        "lines": [view.render_fn(i).plain for i in range(min(view.count, 300))],
+        "count": view.count,
+        "text": screen_text(app),
+        "svg": app.export_screenshot(),
+    }
+
+
+async def _shown(pilot, screen) -> None:
+    """Until the screen has its links (a huge function's come after its code)."""
+    await until(pilot, lambda: screen.links is not None and screen.code is not None)
+    await settle(pilot)
+
+
+def test_a_huge_function_held_is_read_before_the_kept_screen_is_shown(code_kb, monkeypatch):
+    _huge(monkeypatch)
+
+    async def main():
+        app = make_app(code_kb)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            first = open_code(app, 1, BIG)  # read on the worker, its C lifted after
+            assert first._shown is None
+            await until(pilot, lambda: first.code is not None and not first.code.get("c_pending"))
+            await _shown(pilot, first)
+            was = _seen(app)
+            await pilot.press("escape")
+            await settle(pilot)
+            again = open_code(app, 1, BIG)  # held now: read before it is shown
+            code_now = again.code or {}
+            at_once = (again is first, again._shown, again.links, code_now.get("c_pending", 0))
+            await _shown(pilot, again)
+            kept = _seen(app)
+            await pilot.press("escape")
+            await settle(pilot)
+            fresh = CodeScreen(1, BIG)
+            app.push_screen(fresh)
+            await _shown(pilot, fresh)
+            return was, at_once, kept, _seen(app)
+
+    was, at_once, kept, fresh = asyncio.run(main())
+    assert at_once == (True, (BIG, "c"), None, 0)  # the C on its first frame; links after
+    assert "callers (" in kept["text"] and "lifting C" not in kept["text"]
+    for key in ("lines", "count", "text", "svg"):
+        assert kept[key] == was[key] == fresh[key], key
+
+
+def test_raw_wasm_of_a_huge_function_held_pages_to_its_end(code_kb, monkeypatch):
+    conn = open_ro(code_kb)
+    try:
+        whole = code.function_code(conn, 1, BIG)[0]["mnemonics"].splitlines()
+    finally:
+        conn.close()
+    assert len(whole) == TOTAL
+    _huge(monkeypatch)
+
+    async def main():
+        app = make_app(code_kb)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            first = open_code(app, 1, BIG)
+            await until(pilot, lambda: first.code is not None and not first.code.get("c_pending"))
+            await _shown(pilot, first)
+            await pilot.press("escape")
+            await settle(pilot)
+            screen = open_code(app, 1, BIG, WASM)  # held: its first screen at once
+            at_once = screen._shown
+            await until(pilot, lambda: screen._pages is not None)  # the rest after it
+            await _shown(pilot, screen)
+            kept = _seen(app)
+            pages = screen._pages
+            lines = []
+            for i in range(TOTAL):  # every line the view can show, read by pages
+                for _ in range(100):
+                    line = pages.line(i)
+                    if line is not None:
+                        break
+                    await settle(pilot)
+                lines.append(line)
+            await pilot.press("escape")
+            await settle(pilot)
+            fresh = CodeScreen(1, BIG, WASM)
+            app.push_screen(fresh)
+            await until(pilot, lambda: fresh._pages is not None)
+            await _shown(pilot, fresh)
+            return at_once, kept, lines, _seen(app)
+
+    at_once, kept, lines, fresh = asyncio.run(main())
+    assert at_once == (BIG, WASM)
+    assert lines == whole  # the whole listing, scrolled to its end
+    assert "read by pages" in kept["text"]
+    for key in ("lines", "count", "text", "svg"):
+        assert kept[key] == fresh[key], key
