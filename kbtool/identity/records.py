@@ -136,27 +136,32 @@ def carried_names(
 
 
 def records_from_rows(rows: list[dict[str, Any]]) -> list[FuncRecord]:
-    """Matcher records of a stored version (rows of :func:`kbtool.kb.queries.matching_rows`)."""
+    """Matcher records of a stored version (rows of :func:`kbtool.kb.queries.matching_rows`).
+
+    One comprehension with the fields in order (no keyword call per record, no call for a
+    function without export names: its carried names are its raw name alone)."""
     minified = module_is_minified(n for r in rows for n in r["export_names"])
+    fromkeys = dict.fromkeys
     return [
         FuncRecord(
-            index=row["index"],
-            stable_id=row["stable_id"],
-            imported=row["imported"],
-            import_name=row["import_name"],
-            type_sig=row["type_sig"],
-            body_hash=None if row["imported"] else row["body_hash"],
-            shape_hash=None if row["imported"] else row["shape_hash"],
-            names=carried_names(row["export_names"], row["raw_name"], minified),
-            calls=tuple(dict.fromkeys(row["calls"])),
-            strings=tuple(row["strings"]),
-            consts=tuple(row["consts"]),
-            ops=row["ops"],
-            instr_count=row["instr_count"],
-            body_size=row["body_size"],
-            loops=row["loops"],
-            call_indirect=row["call_indirect"],
-            table_slots=tuple(row.get("table_slots") or ()),
+            row["index"],
+            row["stable_id"],
+            imp,
+            row["import_name"],
+            row["type_sig"],
+            None if imp else row["body_hash"],
+            None if imp else row["shape_hash"],
+            carried_names(exp, raw, minified) if exp else ((raw,) if raw else ()),
+            tuple(fromkeys(row["calls"])),
+            tuple(row["strings"]),
+            tuple(row["consts"]),
+            row["ops"],
+            row["instr_count"],
+            row["body_size"],
+            row["loops"],
+            row["call_indirect"],
+            tuple(row.get("table_slots") or ()),
         )
         for row in rows
+        for imp, exp, raw in ((row["imported"], row["export_names"], row["raw_name"]),)
     ]
