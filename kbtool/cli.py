@@ -195,6 +195,8 @@ def _main(args: list[str], *, end_process: bool) -> int:
             if end_process:  # the process's own command line: nothing runs after it
                 _end_process(ingested)
             return ingested
+        if _tui_direct(args):
+            return 0
         app_for(args)(
             args=args, prog_name="kbtool"
         )  # standalone: usage errors and --help exit here
@@ -355,6 +357,74 @@ def _ingest_plan(args: list[str]) -> tuple[dict[str, Any], str] | None:
     return opts, files[0]
 
 
+# ``kbtool tui`` options read without Typer: option -> (key, takes a value)
+_TUI_OPTIONS: dict[str, tuple[str, bool]] = {
+    "--db": ("db", True),
+    "--read-only": ("read_only", False),
+    "--version": ("version", True),
+    "-V": ("version", True),
+    "--theme": ("theme", True),
+}
+
+
+def _tui_direct(args: list[str]) -> bool:
+    """``kbtool [--db P] tui [options]`` run without Typer, whose parameter handling imports
+    pydantic (~0.2 s before the TUI's first frame, issue 30), through the same
+    :func:`kbtool.commands.tui_launch.launch` as the Typer command. False (nothing run) for
+    any other command line or anything unusual (``--help``, an argument, an unknown option,
+    an empty value or one starting with ``-``, a ``--version`` that is not a plain
+    integer): Typer then parses and reports it exactly as usual."""
+    plan = _tui_plan(args)
+    if plan is None:
+        return False
+    from kbtool.commands.tui_launch import launch
+    from kbtool.kb.db import default_db_path
+
+    version = plan.get("version")
+    launch(
+        plan.get("db") or default_db_path(),
+        read_only=bool(plan.get("read_only")),
+        version=None if version is None else int(version),
+        theme=plan.get("theme", "dark"),
+    )
+    return True
+
+
+def _tui_plan(args: list[str]) -> dict[str, Any] | None:
+    """The options of a command line :func:`_tui_direct` runs (``db`` the command's own
+    ``--db`` or else the root one), or ``None`` when Typer must parse it."""
+    root: dict[str, Any] = {}
+    i = 0
+    while i < len(args) and args[i] != "tui":
+        if not (args[i] == "--db" or args[i].startswith("--db=")):
+            return None
+        if not _take_options(args[i : i + (1 if "=" in args[i] else 2)], {"--db": "db"}, root):
+            return None
+        i += 1 if "=" in args[i] else 2
+    if i >= len(args):
+        return None
+    opts: dict[str, Any] = {}
+    rest = iter(args[i + 1 :])
+    for arg in rest:
+        name, eq, value = arg.partition("=")
+        spec = _TUI_OPTIONS.get(name)
+        if spec is None or (eq and (not spec[1] or name == "-V")):
+            return None
+        key, takes = spec
+        if takes and not eq:
+            nxt = next(rest, None)
+            if nxt is None or nxt.startswith("-"):
+                return None
+            value = nxt
+        if takes and not value:
+            return None
+        opts[key] = value if takes else True
+    if "version" in opts and not (_plain_int(opts["version"]) and opts["version"][0] != "-"):
+        return None
+    opts["db"] = opts.get("db") or root.get("db")
+    return opts
+
+
 def _end_process(code: int) -> None:
     """End the process now: output flushed, exit handlers run (the KB checkpointed and
     closed), then ``os._exit`` without the interpreter's teardown, which would free every
@@ -387,7 +457,7 @@ def _take_options(args: list[str], names: dict[str, str], opts: dict[str, Any]) 
 
 
 def _error(message: str) -> None:
-    from kbtool.commands.common import err_console
+    from kbtool.commands.consoles import err_console  # not .common: no Typer for a direct path
     from kbtool.render.text import lit
 
     err_console.print("[bold red]error:[/]", lit(message), soft_wrap=True)

@@ -39,22 +39,6 @@ def tui(
     n rename (not with --read-only), ctrl+p jump (name, stable_id, #index, "string, =const),
     q quit.
     """
-    import gc
+    from kbtool.commands.tui_launch import launch
 
-    path = db_path(db)
-    # Textual's and the app's modules live as long as the process: no collection walks them
-    # while they are imported; the app turns the collector back on after its first frame
-    # (KbApp.run's heap.enable freezes them first, unwalked).
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        from kbtool.tui.app import KbApp
-    except BaseException:
-        if paused:
-            gc.enable()
-        raise
-    # Opening the KB happens in the constructor: a missing file, a file that is not a KB,
-    # an older schema or an unknown --version fail here with one line, before the
-    # terminal switches to the full-screen app.
-    app = KbApp(path, read_only=read_only, version_id=version, theme=theme, collector_paused=paused)
-    app.run()
+    launch(db_path(db), read_only=read_only, version=version, theme=theme)
