@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from kbtool.services import code_graph
+from kbtool.services import code_graph, code_kept_c
 from kbtool.services.code_diff import callee_pairing, diff_lines, function_diff, function_diff_at
 from kbtool.services.code_function import (
     FIRST_SCREEN,
@@ -73,6 +73,7 @@ __all__ = [
     "CodeModule",
     "CodeUnavailableError",
     "StructFields",
+    "answer_held",
     "body_instructions",
     "callee_pairing",
     "callgraph",
@@ -81,7 +82,6 @@ __all__ = [
     "code_window",
     "diff_lines",
     "disassembly",
-    "first_screen_held",
     "function_code",
     "function_diff",
     "function_diff_at",
@@ -106,19 +106,17 @@ def warm_views(conn: sqlite3.Connection, version_id: int) -> None:
     front-end's preparation thread (the TUI's): no code screen's first open pays them."""
     cm = code_module(conn, version_id)
     code_graph.warm(cm)
+    code_kept_c.warm(cm)  # a huge function's kept C is read at its first open
     if cm.fields:  # a hook at all (a lazy one says so without laying out)
         _ = cm.fields.layouts  # laid out now
 
 
-def first_screen_held(
-    conn: sqlite3.Connection, version_id: int, func_index: int, max_lines: int = FIRST_SCREEN
-) -> bool:
-    """Whether this process holds a huge function's first screen and its C (a prepared
-    version's, as :func:`function_code` keeps them): that first screen's answer then
-    decodes, renders, lifts and reads no kept file (~2 ms: its few queries), as a short
-    function's. (Here, not in :mod:`.code_function`: the kept C's digest covers that.)"""
+def answer_held(conn: sqlite3.Connection, version_id: int, func_index: int) -> bool:
+    """Whether this process holds a function's whole answer (a prepared version's, as
+    :func:`function_code` keeps it): asked again, it decodes, renders and lifts nothing
+    (~1 ms: its few queries), whatever the function's size. (Here, not in
+    :mod:`.code_function`: the kept C's digest covers that file.)"""
     cm = code_module(conn, version_id)
     with _LOCK:
-        first = _RESULTS.get((id(cm), func_index, "first", max_lines))
-        c = _RESULTS.get((id(cm), func_index, "c"))
-    return first is not None and first[0] is cm and c is not None and c[0] is cm
+        hit = _RESULTS.get((id(cm), func_index))
+    return hit is not None and hit[0] is cm

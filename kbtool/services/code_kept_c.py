@@ -121,6 +121,15 @@ def _least(module: Any) -> int:
     return least
 
 
+def warm(cm: Any) -> None:
+    """Compute once what a first :func:`kept` of ``cm``'s version needs (the sources' digest
+    and the version's size bar, ~10-25 ms on ffmpeg) at a front end's idle moment
+    (:func:`kbtool.services.code.warm_views`), not in a huge function's first open."""
+    if cm.c_key is not None:
+        _source_digest()
+        _least(cm.lm.module)
+
+
 def wanted(cm: Any, func_index: int) -> bool:
     """The function's C is looked up and kept: a version kept on disk, a body of at least
     :data:`MIN_BODY` bytes among the version's :data:`PER_VERSION` largest."""

@@ -163,8 +163,9 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         """A short function of a prepared version, read here on the UI thread before the
         kept screen is shown again: its first frame has the code (no "loading…" frame: one
         layout and render instead of two; the worker's read held the same interpreter lock).
-        So is a huge one whose first screen and C this process holds (opened before): its
-        links, and in Raw WASM the rest by pages, come after that frame (:meth:`_then_more`).
+        So is a huge one's first screen (its C when held or kept on disk): its links, its C
+        when not kept, and in Raw WASM the rest by pages come after that frame
+        (:meth:`_then_more`), as the worker's answer has them.
         Anything else (not prepared, long, an import, an error): False, the worker reads it."""
         try:
             result = _load(self.kb.db_path, _short_code_of, self.version_id, self.index)
@@ -647,18 +648,19 @@ def _code_of(code_service, conn, vid: int, idx: int, say: Callable[[str], None])
 
 
 def _short_code_of(conn, vid: int, idx: int) -> tuple | None:
-    """:func:`_code_of` for a function of at most :data:`AT_ONCE_INSTRUCTIONS` of a version
-    prepared already, or a huge one whose first screen and C are held (read on the UI thread:
-    a few ms); None for any other."""
+    """:func:`_code_of` of a version prepared already, read on the UI thread when it is
+    bounded work (a few ms, up to ~30 for a huge one's first screen): a function of at most
+    :data:`AT_ONCE_INSTRUCTIONS`, a huge one (its first screen: ``FIRST_SCREEN``
+    instructions, and its C only when held or kept on disk, never lifted here) or one whose
+    whole answer this process holds; None for any other (read on the worker: a lift)."""
     code_service = sys.modules.get("kbtool.services.code")
     if code_service is None or not code_service.is_cached(conn, vid):
         return None
     n = code_service.body_instructions(conn, vid, idx)
     if n is None:
         return None
-    if n > AT_ONCE_INSTRUCTIONS and not (  # or a huge one whose first screen and C are held
-        n > code_service.HUGE_INSTRUCTIONS
-        and code_service.first_screen_held(conn, vid, idx, code_service.FIRST_SCREEN)
+    if AT_ONCE_INSTRUCTIONS < n <= code_service.HUGE_INSTRUCTIONS and not (
+        code_service.answer_held(conn, vid, idx)
     ):
         return None
     return _code_of(code_service, conn, vid, idx, lambda text: None)

@@ -122,3 +122,85 @@ def test_raw_wasm_of_a_huge_function_held_pages_to_its_end(code_kb, monkeypatch)
     assert "read by pages" in kept["text"]
     for key in ("lines", "count", "text", "svg"):
         assert kept[key] == fresh[key], key
+
+
+def test_a_huge_function_of_a_prepared_version_first_shows_its_first_screen_at_once(
+    code_kb, monkeypatch
+):
+    """Not held yet (its C neither kept nor lifted): its first screen is read before the
+    screen is shown (bounded: ``FIRST_SCREEN`` instructions, no lift), labelled; its C is
+    lifted after that frame and replaces it, its links come; then it equals a new screen."""
+    _huge(monkeypatch)
+    monkeypatch.setattr(code, "lifted_c", _slow(code.lifted_c))
+
+    async def main():
+        app = make_app(code_kb)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            open_code(app, 1, 4)  # the version prepared
+            await settle(pilot)
+            await pilot.press("escape")
+            await settle(pilot)
+            screen = open_code(app, 1, BIG)
+            at_once = (screen._shown, bool(screen.code and screen.code.get("c_pending")))
+            await pilot.pause()
+            pending = screen_text(app)
+            await until(pilot, lambda: screen.code is not None and not screen.code.get("c_pending"))
+            await _shown(pilot, screen)
+            kept = _seen(app)
+            await pilot.press("escape")
+            await settle(pilot)
+            fresh = CodeScreen(1, BIG)
+            app.push_screen(fresh)
+            await until(pilot, lambda: fresh.code is not None and not fresh.code.get("c_pending"))
+            await _shown(pilot, fresh)
+            return at_once, pending, kept, _seen(app)
+
+    at_once, pending, kept, fresh = asyncio.run(main())
+    assert at_once == ((BIG, "pending"), True)
+    assert "lifting C" in pending and "local.get" in pending
+    assert "lifting C" not in kept["text"] and "callers (" in kept["text"]
+    for key in ("lines", "count", "text", "svg"):
+        assert kept[key] == fresh[key], key
+
+
+def test_a_long_function_held_is_read_before_the_kept_screen_is_shown(code_kb, monkeypatch):
+    """Longer than the short limit, not huge: lifted on the worker the first time; its
+    whole answer held, the next open reads it before the screen is shown."""
+    monkeypatch.setattr(code, "HUGE_INSTRUCTIONS", 1_000_000)
+    code.clear_cache()
+
+    async def main():
+        app = make_app(code_kb)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            open_code(app, 1, 4)  # the version prepared
+            await settle(pilot)
+            await pilot.press("escape")
+            await settle(pilot)
+            first = open_code(app, 1, BIG)  # long: lifted on the worker
+            on_push = first._shown
+            await _shown(pilot, first)
+            was = _seen(app)
+            await pilot.press("escape")
+            await settle(pilot)
+            again = open_code(app, 1, BIG)
+            at_once = again._shown
+            await _shown(pilot, again)
+            return on_push, was, at_once, _seen(app)
+
+    on_push, was, at_once, kept = asyncio.run(main())
+    assert on_push is None and at_once == (BIG, "c")
+    for key in ("lines", "count", "text", "svg"):
+        assert kept[key] == was[key], key
+
+
+def _slow(real):
+    """The lifter, a little later (its C comes after the first frame, whatever the machine)."""
+    import time
+
+    def held(conn, vid, idx):
+        time.sleep(0.2)
+        return real(conn, vid, idx)
+
+    return held
