@@ -6,47 +6,126 @@ One builder for each source, one rule for names a binary carries (minified names
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from itertools import starmap
 from typing import Any
 
 from kbtool.identity.names import is_minified_name, module_is_minified
+from kbtool.plainclass import FrozenPlain, Plain
 
 
-@dataclass(slots=True)
-class FuncRecord:
-    """What the matcher knows about one function of one version."""
+class FuncRecord(Plain):
+    """What the matcher knows about one function of one version (a ``@dataclass(slots=True)``
+    in behaviour: :mod:`kbtool.plainclass`; no dataclass made at import: a fresh ingest
+    imports this module, and :mod:`dataclasses` and :mod:`inspect` with it, for nothing else)."""
+
+    _FIELDS = (
+        "index",
+        "stable_id",
+        "imported",
+        "import_name",
+        "type_sig",
+        "body_hash",
+        "shape_hash",
+        "names",
+        "calls",
+        "strings",
+        "consts",
+        "ops",
+        "instr_count",
+        "body_size",
+        "loops",
+        "call_indirect",
+        "table_slots",
+    )
+    __slots__ = _FIELDS
 
     index: int
-    stable_id: str | None = None
-    imported: bool = False
-    import_name: str | None = None  # "module.field" for imports
-    type_sig: str = ""
-    body_hash: str | None = None
-    shape_hash: str | None = None
-    names: tuple[str, ...] = ()  # non-minified export names + raw (name-section) name
-    calls: tuple[int, ...] = ()  # distinct direct callees, order of first call
-    strings: tuple[str, ...] = ()
-    consts: tuple[int, ...] = ()
-    ops: bytes = b""  # array('H') of op ids
-    instr_count: int = 0
-    body_size: int = 0
-    loops: int = 0
-    call_indirect: int = 0
+    stable_id: str | None
+    imported: bool
+    import_name: str | None  # "module.field" for imports
+    type_sig: str
+    body_hash: str | None
+    shape_hash: str | None
+    names: tuple[str, ...]  # non-minified export names + raw (name-section) name
+    calls: tuple[int, ...]  # distinct direct callees, order of first call
+    strings: tuple[str, ...]
+    consts: tuple[int, ...]
+    ops: bytes  # array('H') of op ids
+    instr_count: int
+    body_size: int
+    loops: int
+    call_indirect: int
     # positions in the module's element segments (function tables), in segment order; the
     # table is one more ordered "caller" (vtables, API tables), optional
-    table_slots: tuple[int, ...] = ()
+    table_slots: tuple[int, ...]
+
+    def __init__(
+        self,
+        index: int,
+        stable_id: str | None = None,
+        imported: bool = False,
+        import_name: str | None = None,
+        type_sig: str = "",
+        body_hash: str | None = None,
+        shape_hash: str | None = None,
+        names: tuple[str, ...] = (),
+        calls: tuple[int, ...] = (),
+        strings: tuple[str, ...] = (),
+        consts: tuple[int, ...] = (),
+        ops: bytes = b"",
+        instr_count: int = 0,
+        body_size: int = 0,
+        loops: int = 0,
+        call_indirect: int = 0,
+        table_slots: tuple[int, ...] = (),
+    ) -> None:
+        self.index = index
+        self.stable_id = stable_id
+        self.imported = imported
+        self.import_name = import_name
+        self.type_sig = type_sig
+        self.body_hash = body_hash
+        self.shape_hash = shape_hash
+        self.names = names
+        self.calls = calls
+        self.strings = strings
+        self.consts = consts
+        self.ops = ops
+        self.instr_count = instr_count
+        self.body_size = body_size
+        self.loops = loops
+        self.call_indirect = call_indirect
+        self.table_slots = table_slots
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
-    """One pairing of an old and a new function."""
+class Match(FrozenPlain):
+    """One pairing of an old and a new function (a ``@dataclass(frozen=True, slots=True)``
+    in behaviour: :mod:`kbtool.plainclass`)."""
+
+    _FIELDS = ("old_index", "new_index", "score", "method", "review")
+    __slots__ = _FIELDS
 
     old_index: int
     new_index: int
     score: float
     method: str  # "import", "body", "shape", "name", "callgraph", "similarity"
     review: bool
+
+    def __init__(
+        self, old_index: int, new_index: int, score: float, method: str, review: bool
+    ) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "old_index", old_index)
+        setattr_(self, "new_index", new_index)
+        setattr_(self, "score", score)
+        setattr_(self, "method", method)
+        setattr_(self, "review", review)
+
+
+def replace(rec: Any, **changes: Any) -> Any:
+    """A copy of a record (:class:`FuncRecord`, :class:`Match`) with ``changes``, as
+    ``dataclasses.replace`` made one (an unknown field: ``TypeError``)."""
+    return type(rec)(**{f: changes.pop(f, getattr(rec, f)) for f in rec._FIELDS}, **changes)
 
 
 # --------------------------------------------------------------------------- records

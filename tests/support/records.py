@@ -7,10 +7,10 @@ from __future__ import annotations
 import itertools
 import random
 from array import array
-from dataclasses import replace
 from types import SimpleNamespace
 
 from kbtool.identity.matcher import FuncRecord, Match
+from kbtool.identity.records import replace
 
 _UNIQUE = itertools.count()
 

@@ -19,14 +19,13 @@ import math
 import random
 from array import array
 from collections import defaultdict
-from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbtool.identity.records import FuncRecord, records_from_rows
+from kbtool.identity.records import FuncRecord, records_from_rows, replace
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from tests.support.matcher import pure_matcher, pure_part

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import random
 import sys
-from dataclasses import replace
 
 import pytest
 
 import kbtool.identity.matcher as active
-from kbtool.identity.records import FuncRecord
+from kbtool.identity.records import FuncRecord, replace
 from tests.support.matcher import pure_package
 from tests.support.records import random_releases
 

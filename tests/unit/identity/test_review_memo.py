@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 
 import pytest
 
+from kbtool.identity.records import replace
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_file
 from testkit.kbcompare import compare
@@ -75,7 +75,7 @@ def test_an_equal_pairing_gets_the_verdicts_again(seed: int) -> None:
     # read back: other objects, equal content, other stable ids (the KB's)
     again = copy.deepcopy(first)
     for i, r in again.new_recs.items():
-        again.new_recs[i] = dataclasses.replace(r, stable_id=f"sid{i}")
+        again.new_recs[i] = replace(r, stable_id=f"sid{i}")
     with review_memo():
         assert review_pairing(first) is False
         assert review_pairing(again) is True
@@ -99,12 +99,12 @@ def _change_method(pg) -> None:
 def _change_size(pg) -> None:
     i = max(i for i, r in pg.new_recs.items() if not r.imported)
     r = pg.new_recs[i]
-    pg.new_recs[i] = dataclasses.replace(r, instr_count=r.instr_count * 3 + 20)
+    pg.new_recs[i] = replace(r, instr_count=r.instr_count * 3 + 20)
 
 
 def _change_signature(pg) -> None:
     i = max(i for i, r in pg.old_recs.items() if not r.imported)
-    pg.old_recs[i] = dataclasses.replace(pg.old_recs[i], type_sig="(f64)->f64")
+    pg.old_recs[i] = replace(pg.old_recs[i], type_sig="(f64)->f64")
 
 
 def _unpair_one(pg) -> None:

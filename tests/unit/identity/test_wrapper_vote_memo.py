@@ -6,11 +6,10 @@ same work as voting every pair in every pass."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 import pytest
 
-from kbtool.identity.records import FuncRecord
+from kbtool.identity.records import FuncRecord, replace
 from tests.support.matcher import pure_matcher, pure_part
 from tests.support.records import random_releases
 
