@@ -344,6 +344,8 @@ STAGES = (
     ("function writes", "kbtool.kb.store", "insert_function_values", None),
     ("facts writes", "kbtool.kb.store", "insert_fact_values", None),
     ("call-edge writes", "kbtool.kb.store", "insert_call_edge_values", None),
+    # (s34 W: the edges as one flat list; a checkout has one of the two writers)
+    ("call-edge writes (flat)", "kbtool.kb.store", "insert_call_edge_pairs", None),
     ("module bytes write", "kbtool.kb.store", "insert_module_bytes", None),
     ("data model", "kbtool.services.data", "build", None),
     ("model (analysis)", "kbtool.services.data", "build_data_model", "data model"),

@@ -142,20 +142,37 @@ def _loose_digests(data: bytes, f: FuncFacts, ctx: LooseContext) -> tuple[str, s
     h = blake2b(digest_size=12)
     ht = blake2b(digest_size=8)
     h.update(f.type_sig.encode())
+    texts: list[str] = []
+    toks = _body_tokens(data, f)
+    reader = _TOKENS  # (set by _body_tokens: the compiled token module, or False)
+    if reader is False:
+        parts = loose_parts(toks, lo, hi, ctx.address_token, texts)
+    else:
+        parts = reader.loose_parts(toks, lo, hi, ctx.address_token, texts)
+    for tok in texts:
+        ht.update(tok.encode() + b"\0")
+    h.update("\n".join(parts).encode())
+    return h.hexdigest(), ht.hexdigest()
+
+
+def loose_parts(
+    toks: list, lo: int, hi: int, token_of: Callable[[int], str], texts: list[str]
+) -> list[str]:
+    """The reference of the decoder twin's ``tokens.loose_parts`` (the pure path's): the
+    loose text's lines of ``toks``, the ``s:`` address tokens appended to ``texts``."""
     parts = []
-    for op, imms in _body_tokens(data, f):
+    for op, imms in toks:
         k = KIND[op]
         if k in (_K_CALL, _K_CALL_INDIRECT, _K_TYPE, _K_TABLE, _K_REF_FUNC):
             parts.append(MNEMONICS[op])
         elif k == _K_I32 and imms and lo <= imms[0] < hi:
-            tok = ctx.address_token(imms[0])
+            tok = token_of(imms[0])
             parts.append("i32.const " + tok)
             if tok.startswith("s:"):
-                ht.update(tok.encode() + b"\0")
+                texts.append(tok)
         else:
             parts.append(f"{MNEMONICS[op]} {imms!r}")
-    h.update("\n".join(parts).encode())
-    return h.hexdigest(), ht.hexdigest()
+    return parts
 
 
 class RefEntry(FrozenPlain):

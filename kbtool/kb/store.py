@@ -363,6 +363,32 @@ def insert_call_edge_values(
     _insert_values(conn, "call_edges", columns, rows)
 
 
+def insert_call_edge_pairs(conn: sqlite3.Connection, version_id: int, values: list[int]) -> None:
+    """Version ``version_id``'s call edges given as one flat list ``[callee, caller, ...]``
+    in the table's key order (:func:`kbtool.services.ingest_rows.fact_rows` with
+    ``flat_edges``): the statements :func:`insert_call_edge_values` runs for those rows (the
+    version id a literal, :data:`ROWS_PER_NARROW_INSERT` rows a statement from
+    :data:`MIN_BATCHED_ROWS` rows on, the rest one by one), bound from slices of the list:
+    no tuple per edge, no flattening. The same rows stored in the same order."""
+    if len(values) % 2:
+        raise sqlite3.ProgrammingError("call edges: a callee without its caller")
+    rows = len(values) // 2
+    if not rows:
+        return
+    head = "INSERT INTO call_edges (version_id, callee, caller) VALUES "
+    one = f"({int(version_id):d},?,?)"
+    limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    n = max(1, min(ROWS_PER_NARROW_INSERT, limit // 2))
+    end = rows - rows % n if rows >= MIN_BATCHED_ROWS else 0
+    if end:
+        sql = head + ",".join([one] * n)
+        for i in range(0, 2 * end, 2 * n):
+            conn.execute(sql, values[i : i + 2 * n])
+    if end < rows:
+        tail = iter(values[2 * end :])
+        conn.executemany(head + one, zip(tail, tail, strict=True))
+
+
 # --------------------------------------------------------------------------- diffs
 
 

@@ -404,11 +404,11 @@ def _stored(
             conn, analysis, data, label, source_path, parent, carried_n, program_id, lineage, sha256
         )
         store.insert_module_bytes(conn, vid, data)
-        xrows, erows = rows.fact_rows(vid, funcs, slots, analysis.side)
+        xrows, edges = rows.fact_rows(vid, funcs, slots, analysis.side, flat_edges=True)
         early["callees"] = analysis.side[2] if analysis.side is not None else None  # (new ids)
         analysis.side = None  # (its texts are in the rows now)
         store.insert_fact_values(conn, rows.FACT_COLUMNS, xrows)
-        store.insert_call_edge_values(conn, rows.EDGE_COLUMNS, erows)
+        store.insert_call_edge_pairs(conn, vid, edges)
         # the memory accesses as the JSON text stored: the report's layout check compares them
         early["mem_text"] = {r[1]: r[8] for r in xrows} if parent is not None else None
 

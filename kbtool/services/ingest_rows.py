@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from kbtool.kb import store
+from kbtool.wasm.facts import edge_values
 
 # the columns of ingest's rows, in the order function_rows and fact_rows build their values
 FUNCTION_COLUMNS = (
@@ -100,13 +101,18 @@ def function_rows(vid, funcs, carried, new_ids) -> tuple[dict[int, str], list[tu
     return sid_of, frows
 
 
-def fact_rows(vid, funcs, table_slots_of, side=None) -> tuple[list[tuple], list[tuple]]:
+def fact_rows(
+    vid, funcs, table_slots_of, side=None, *, flat_edges: bool = False
+) -> tuple[list[tuple], list]:
     """The version's facts and call-edge rows (tuples of :data:`FACT_COLUMNS` and
     :data:`EDGE_COLUMNS`; ``table_slots_of``: :func:`kbtool.identity.records.table_slots`):
     they need no stable id, so a later ingest writes them while the matcher's child runs.
     ``side``: the decoder's texts of ``funcs`` (:attr:`kbtool.wasm.facts.ModuleAnalysis.side`,
     per defined function: the same JSON texts as ``dumps`` of ``mem_ops`` / ``calls``, and the
-    distinct callees), or None (then made here)."""
+    distinct callees), or None (then made here). ``flat_edges``: the call edges instead as
+    one list ``[callee, caller, ...]`` in (callee, caller) order
+    (:func:`kbtool.kb.store.insert_call_edge_pairs`), from the decoder's callees by its
+    compiled counting sort when ``side`` is its whole list: no tuple per edge."""
     slots_of = table_slots_of.get
     xrows: list[tuple] = []
     erows: list[tuple] = []
@@ -115,6 +121,7 @@ def fact_rows(vid, funcs, table_slots_of, side=None) -> tuple[list[tuple], list[
     nimp = n - len(side[0]) if side is not None else 0
     if side is not None and not (0 <= nimp and (n == 0 or funcs[-1].index == n - 1)):
         side = None  # (not the decoder's list of every function, in index order)
+    whole = flat_edges and side is not None  # (the edges by the decoder's counting sort)
     for f in funcs:
         i = f.index
         slots = slots_of(i)
@@ -143,9 +150,14 @@ def fact_rows(vid, funcs, table_slots_of, side=None) -> tuple[list[tuple], list[
                 dumps(slots) if slots else "[]",
             )
         )
-        if callees:
+        if callees and not whole:
             erows.extend([(vid, i, c) for c in callees])
-    return xrows, erows
+    if not flat_edges:
+        return xrows, erows
+    if whole:
+        return xrows, edge_values(side[2], nimp)
+    pairs = sorted([(c, i) for _, i, c in erows])
+    return xrows, [v for p in pairs for v in p]
 
 
 def matching_rows(funcs, table_slots_of) -> list[dict[str, Any]]:

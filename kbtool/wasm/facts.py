@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import os
 from array import array
 from collections.abc import Iterator
@@ -458,3 +459,12 @@ def function_body(data, m: Module, func_index: int) -> tuple[int, int]:
     if i < 0 or i >= len(m.code):
         raise IndexError(f"function {func_index} has no body")
     return m.code[i]
+
+
+def edge_values(callees: list[list[int]], nimp: int) -> list[int]:
+    """The call edges of the decoder's distinct callees per defined body (``side[2]`` of
+    :class:`ModuleAnalysis`; body ``k`` is function ``nimp + k``) as one flat list
+    ``[callee, caller, ...]`` in (callee, caller) order, by the chosen decoder's
+    ``slots.edge_values`` (compiled with the twin)."""
+    impl = importlib.import_module(f"{active.IMPL.__name__}.slots")
+    return impl.edge_values(callees, nimp)

@@ -41,6 +41,7 @@ from ..opcodes import (
     K_U32X2,
     K_V128,
     KIND,
+    MNEMONICS,
     PREFIX_BASE,
     PREFIX_SLOTS,
 )
@@ -63,23 +64,33 @@ _F64: Final = "<d"
 assert (PREFIX_BASE[0xFC], PREFIX_BASE[0xFD], PREFIX_BASE[0xFE]) == (0x100, 0x140, 0x260)
 assert (PREFIX_SLOTS[0xFC], PREFIX_SLOTS[0xFD], PREFIX_SLOTS[0xFE]) == (0x20, 0x120, 0x73)
 _MEM_KINDS: Final = bytes(KIND[op] in (K_MEM, K_MEM_LANE) for op in range(len(KIND)))
+# ops whose immediates the fingerprints' loose text drops (calls, type and table indices)
+_LOOSE_BARE: Final = bytes(
+    KIND[op] in (K_CALL, K_CALL_INDIRECT, K_TYPE, K_TABLE, K_REF_FUNC) for op in range(len(KIND))
+)
+_I32_CONST: Final = 0x41
 
 
 def _one_byte_tokens() -> tuple[list[Any], list[Any]]:
     """The tokens of the commonest forms, made once and shared by every body (tuples: no
     reader can change them): an opcode without immediates (by its byte), and an opcode with
     one immediate of one byte -- an index, a small constant, a one-byte block type -- (by
-    ``byte << 7 | immediate``); None where the form is another."""
+    ``byte << 7 | immediate``); None where the form is another. Only the ~20 bytes with
+    such a form are visited (each of the 32,768 slots tested was ~14 M instructions a
+    process)."""
     t0: list[Any] = [(b, ()) if FAST_NONE[b] else None for b in range(256)]
     t1: list[Any] = [None] * (256 << 7)
     for b in range(256):
-        for x in range(0x80):
-            if FAST_U32[b]:
+        if FAST_U32[b]:
+            for x in range(0x80):
                 t1[b << 7 | x] = (b, (x,))
-            elif FAST_SLEB[b]:
+        elif FAST_SLEB[b]:
+            for x in range(0x80):
                 t1[b << 7 | x] = (b, (x - 0x80 if x & 0x40 else x,))
-            elif FAST_BLOCK[b] and x in _BLOCK_TYPE:
-                t1[b << 7 | x] = (b, (_BLOCK_TYPE[x],))
+        elif FAST_BLOCK[b]:
+            for x, bt in _BLOCK_TYPE.items():
+                if x < 0x80:
+                    t1[b << 7 | x] = (b, (bt,))
     return t0, t1
 
 
@@ -337,3 +348,30 @@ def mem_sites(data: bytes, p: i64, end: i64) -> tuple[int, list[tuple[int, int, 
         k += 1
         p = np
     return int(k), sites
+
+
+def loose_parts(toks: list[Any], lo: int, hi: int, token_of: Any, texts: list[str]) -> list[str]:
+    """The lines of :func:`kbtool.analysis.fingerprints.loose_digests`' text for the tokens
+    ``toks``: a call's, type's or table's mnemonic alone; an ``i32.const`` of a static
+    address ``lo <= v < hi`` as ``"i32.const " + token_of(v)`` (each such token starting
+    ``s:`` also appended to ``texts``, in order); any other as ``"MNEMONIC repr(imms)"``
+    (compiled with the twin: a small module's loose digests were a pure-Python loop)."""
+    parts: list[str] = []
+    bare = _LOOSE_BARE
+    names = MNEMONICS
+    for t in toks:
+        op: int = t[0]
+        imms = t[1]
+        if bare[op]:
+            parts.append(names[op])
+            continue
+        if op == _I32_CONST and imms:
+            v = imms[0]
+            if lo <= v < hi:
+                tok: str = token_of(v)
+                parts.append("i32.const " + tok)
+                if tok.startswith("s:"):
+                    texts.append(tok)
+                continue
+        parts.append(names[op] + " " + repr(imms))
+    return parts
