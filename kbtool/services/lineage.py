@@ -46,7 +46,6 @@ from kbtool.analysis.fingerprints import FingerprintDB, default_db
 from kbtool.analysis.recognize import recognize
 from kbtool.analysis.runtime import (
     RUNTIME_WRAPPER_MAX_INSTR,
-    any_runtime_name,
     is_runtime_import,
     is_runtime_name,
 )
@@ -217,9 +216,11 @@ def library_functions(
             callees[i] = set(calls)
         if raw or exports:  # (a stripped function: no name to look at)
             names_of = (raw, *exports) if raw else exports
-            if any(n in ENTRY_GLUE for n in names_of):
+            if not ENTRY_GLUE.isdisjoint(names_of):
                 entry.add(i)
-            if f.shape_hash in by_shape or any_runtime_name(names_of):
+            # each name's verdict once (a pure test): the library and own-API checks share it
+            rt = list(map(is_runtime_name, names_of))
+            if f.shape_hash in by_shape or any(rt):
                 lib.add(i)
             elif (
                 f.instr_count <= RUNTIME_WRAPPER_MAX_INSTR
@@ -227,7 +228,7 @@ def library_functions(
                 and not runtime_imports.isdisjoint(calls)
             ):
                 lib.add(i)
-            if (raw and not is_runtime_name(raw)) or (exports and not any_runtime_name(exports)):
+            if (raw and not rt[0]) or (exports and not any(rt[1:] if raw else rt)):
                 own_api.add(i)
         elif f.shape_hash in by_shape:
             lib.add(i)
