@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual import events
@@ -11,20 +10,31 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input
 
+from kbtool.plainclass import FrozenPlain
 from kbtool.tui.workers import ReleasingWorkers
 
 if TYPE_CHECKING:
     from kbtool.tui.app import KbApp
 
 
-@dataclass(frozen=True)
-class FunctionRef:
-    """A function of one version, as the screens hand it to each other."""
+class FunctionRef(FrozenPlain):
+    """A function of one version, as the screens hand it to each other: a frozen dataclass's
+    behaviour without its generated methods compiled at the TUI's start (issue 30)."""
 
+    _FIELDS = ("version_id", "index", "stable_id", "name")
+    __slots__ = _FIELDS
     version_id: int
     index: int
     stable_id: str
-    name: str | None = None
+    name: str | None
+
+    def __init__(
+        self, version_id: int, index: int, stable_id: str, name: str | None = None
+    ) -> None:
+        object.__setattr__(self, "version_id", version_id)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "stable_id", stable_id)
+        object.__setattr__(self, "name", name)
 
 
 BACK = Binding("escape,backspace", "back", "back", key_display="esc")

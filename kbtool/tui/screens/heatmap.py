@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -78,6 +79,18 @@ class HeatmapScreen(KbScreen):
                 yield Static(id="heat-coverage")
         yield Panel(id="cell-line")  # shown instead of the side panel below 80x24
         yield DiffFooter(compact=True, show_command_palette=False)
+
+    _resumed = False  # shown once: a later resume restyles as Textual does
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        """First shown just after its mount, every widget styled a moment ago as it was
+        registered (with every rule that can select it: the app's files are in the
+        stylesheet already, a widget's own rules are scoped to it): Textual's handler (after
+        this one) would restyle them all again (~10 M instructions of the TUI's start on
+        ffmpeg, issue 30). Shown again later (a theme may have changed), restyled as usual."""
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
 
     def on_mount(self) -> None:
         self.query_one(HeatmapGrid).focus()

@@ -13,7 +13,6 @@ into the background, faint at confidence 0 and full at 1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import ceil
 from time import perf_counter
 
@@ -28,6 +27,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kbtool.plainclass import FrozenPlain
 from kbtool.tui.widgets.palette import PROVENANCES, TINT
 
 BUCKETS = 11  # confidence quantised to 0.0, 0.1, ... 1.0
@@ -54,11 +54,19 @@ def intensity(bucket: int) -> float:
     return 0.3 + 0.7 * bucket / (BUCKETS - 1)
 
 
-@dataclass(frozen=True)
-class _Palette:
+class _Palette(FrozenPlain):
+    """The grid's colours (a frozen record; no dataclass compiled at the TUI's start)."""
+
+    _FIELDS = ("background", "cursor", "cursor_dim")
+    __slots__ = _FIELDS
     background: Color
     cursor: Color
     cursor_dim: Color
+
+    def __init__(self, background: Color, cursor: Color, cursor_dim: Color) -> None:
+        object.__setattr__(self, "background", background)
+        object.__setattr__(self, "cursor", cursor)
+        object.__setattr__(self, "cursor_dim", cursor_dim)
 
     def color(self, code: int, focused: bool) -> Color:
         if code == EMPTY:
