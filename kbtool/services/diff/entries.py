@@ -17,6 +17,15 @@ def runtime_imports(rows: Mapping[int, dict[str, Any]]) -> set[int]:
     return {i for i, r in rows.items() if r["imported"] and is_runtime_import(r["import_name"])}
 
 
+class _Verdicts(dict):
+    """:func:`is_runtime_name` of each name asked, once (a report asks of every pair's names
+    on both sides: mostly the same names; a hit is a dict read, no call)."""
+
+    def __missing__(self, name: str | None) -> bool:
+        v = self[name] = is_runtime_name(name)
+        return v
+
+
 def pair_changes(
     pg: Any,
     defined: list[Any],
@@ -41,7 +50,7 @@ def pair_changes(
         ann_old.get,
         ann_new.get,
     )
-    by_name, small = is_runtime_name, RUNTIME_WRAPPER_MAX_INSTR
+    by_name, small = _Verdicts().__getitem__, RUNTIME_WRAPPER_MAX_INSTR  # (once a name)
     paired: list[dict[str, Any]] = []
     for k, p in enumerate(defined):
         if known is not None:  # (computed elsewhere for this very pairing: the same flags)
