@@ -15,6 +15,7 @@ from textual.widgets import Static
 from kbtool.kb import queries
 from kbtool.render.text import lit, toolchain_text
 from kbtool.textutil import clip, printable
+from kbtool.tui.screen_css import add_screen_css
 from kbtool.tui.screens.base import BACK_HIDDEN, KbScreen
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import TitleBar
@@ -56,6 +57,9 @@ class VersionsScreen(KbScreen):
             return
         from kbtool.tui.widgets.table import KbTable  # first shown: not at a start on the heatmap
 
+        # its rules too (versions.tcss; they select only the widgets made here, none of them
+        # styled yet): a start on the heatmap does not parse them
+        add_screen_css(self.app, "versions")
         self._composed = True
         yield TitleBar(id="title")
         with Vertical(id="versions-body"):

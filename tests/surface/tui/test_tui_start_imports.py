@@ -1,7 +1,7 @@
 """The TUI's start loads only what its first screen shows (issue 30): the diff, detail,
 history, search, feed and rename screens, the diff services, the static analysis, the gate
 the table widget (Textual's DataTable: the versions screen under the heatmap composes
-when first shown) and the queries' record shapes (the change token's module reads them only
+when first shown), the link lists (the detail and code screens') and the queries' record shapes (the change token's module reads them only
 as hints) are imported when first opened, and still open from their keys."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ LATER = ("kbtool.tui.screens.diff", "kbtool.tui.screens.detail", "kbtool.tui.scr
          "kbtool.tui.screens.search", "kbtool.tui.screens.feed", "kbtool.tui.screens.rename",
          "kbtool.services.diff.report", "kbtool.analysis", "kbtool.kb.gate",
          "kbtool.tui.widgets.table", "textual.widgets._data_table",
-         "kbtool.tui.screens.goto", "kbtool.kb.queries.shapes")
+         "kbtool.tui.screens.goto", "kbtool.kb.queries.shapes", "kbtool.tui.widgets.link_list")
 
 async def main():
     app = KbApp(sys.argv[1], poll_seconds=None, blink=False)
