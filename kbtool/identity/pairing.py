@@ -15,7 +15,6 @@ reads as a confident ``unchanged``/``moved`` while it waits for review.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from kbtool.identity.features import FeatureCache, shared_features
@@ -36,10 +35,15 @@ from kbtool.identity.matcher.review import (  # noqa: F401  (re-exported: the pa
     review_wrapper_splits,
 )
 from kbtool.identity.records import records_from_rows
+from kbtool.plainclass import NEW, Plain
 
 
-@dataclass(slots=True)
-class Pair:
+class Pair(Plain):
+    """One pair of the report's pairing (a ``@dataclass(slots=True)`` in behaviour:
+    :mod:`kbtool.plainclass`, no dataclass made at import)."""
+
+    __slots__ = _FIELDS = ("old_index", "new_index", "score", "method", "review", "identity")
+
     old_index: int
     new_index: int
     score: float
@@ -47,10 +51,37 @@ class Pair:
     review: bool
     identity: bool  # both sides share the stable_id
 
+    def __init__(
+        self,
+        old_index: int,
+        new_index: int,
+        score: float,
+        method: str,
+        review: bool,
+        identity: bool,
+    ) -> None:
+        self.old_index = old_index
+        self.new_index = new_index
+        self.score = score
+        self.method = method
+        self.review = review
+        self.identity = identity
 
-@dataclass
-class Pairing:
-    """The pairing of two versions plus everything loaded to compute it."""
+
+class Pairing(Plain):
+    """The pairing of two versions plus everything loaded to compute it (a ``@dataclass``
+    in behaviour: :mod:`kbtool.plainclass`)."""
+
+    _FIELDS = (
+        "from_version_id",
+        "to_version_id",
+        "old_rows",
+        "new_rows",
+        "old_recs",
+        "new_recs",
+        "by_new",
+        "by_old",
+    )
 
     from_version_id: int
     to_version_id: int
@@ -58,8 +89,28 @@ class Pairing:
     new_rows: dict[int, dict[str, Any]]
     old_recs: dict[int, FuncRecord]
     new_recs: dict[int, FuncRecord]
-    by_new: dict[int, Pair] = field(default_factory=dict)
-    by_old: dict[int, Pair] = field(default_factory=dict)
+    by_new: dict[int, Pair]
+    by_old: dict[int, Pair]
+
+    def __init__(
+        self,
+        from_version_id: int,
+        to_version_id: int,
+        old_rows: dict[int, dict[str, Any]],
+        new_rows: dict[int, dict[str, Any]],
+        old_recs: dict[int, FuncRecord],
+        new_recs: dict[int, FuncRecord],
+        by_new: dict[int, Pair] = NEW,
+        by_old: dict[int, Pair] = NEW,
+    ) -> None:
+        self.from_version_id = from_version_id
+        self.to_version_id = to_version_id
+        self.old_rows = old_rows
+        self.new_rows = new_rows
+        self.old_recs = old_recs
+        self.new_recs = new_recs
+        self.by_new = {} if by_new is NEW else by_new
+        self.by_old = {} if by_old is NEW else by_old
 
     def defined_pairs(self) -> list[Pair]:
         return [p for n, p in sorted(self.by_new.items()) if not self.new_rows[n]["imported"]]

@@ -82,3 +82,28 @@ def test_replace() -> None:
     assert replace(Match(1, 2, 0.5, "body", False), review=True).review is True
     with pytest.raises(TypeError):
         replace(r, nothing=1)
+
+
+@dataclasses.dataclass(slots=True)
+class _Pair:  # (session 33's pairing.Pair)
+    old_index: int
+    new_index: int
+    score: float
+    method: str
+    review: bool
+    identity: bool
+
+
+def test_pairing_classes_as_the_dataclasses() -> None:
+    from kbtool.identity.pairing import Pair, Pairing
+
+    p, ref = Pair(1, 2, 0.5, "body", False, True), _Pair(1, 2, 0.5, "body", False, True)
+    assert field_names(Pair) == tuple(f.name for f in dataclasses.fields(_Pair))
+    assert repr(p) == repr(ref).replace("_Pair(", "Pair(") and not hasattr(p, "__dict__")
+    assert p == Pair(1, 2, 0.5, "body", False, True) and p != Pair(1, 2, 0.5, "body", True, True)
+    p.review = True  # (mutable: the review checks flag pairs)
+    assert p.review is True
+    a, b = Pairing(1, 2, {}, {}, {}, {}), Pairing(1, 2, {}, {}, {}, {})
+    assert a == b and a.by_new is not b.by_new and a.by_old is not a.by_new
+    a.by_new[2] = p
+    assert a != b and Pairing(1, 2, {}, {}, {}, {}, {2: p}) == a
