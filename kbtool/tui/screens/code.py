@@ -101,6 +101,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
     _c_split: tuple[str, list[str], int] | None = None  # a huge C's text, lines, width
     _styled_as: tuple | None = None  # the styles' inputs when it was closed (kept screen)
     _then: int | None = None  # gen of a huge function answered before the push (its rest)
+    _read_at_mount = False  # read by on_mount: KbScreen.on_mount's refresh_from_kb skipped
 
     def __init__(self, version_id: int, index: int, mode: str = C) -> None:
         super().__init__()
@@ -136,6 +137,14 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
 
     def on_mount(self) -> None:
         self.query_one("#code-view").focus()
+        # a new screen (the first, a call followed): read now if bounded (not again just after)
+        self._read_at_mount = self.seen_token is None and self._answer_at_once()
+
+    def refresh_from_kb(self) -> None:
+        if self._read_at_mount:  # KbScreen.on_mount's read, just made by on_mount
+            self._read_at_mount = False
+            return
+        super().refresh_from_kb()
 
     def swap(self, version_id: int, index: int, mode: str = C) -> None:
         """Another function on this (kept, closed) screen: what the last one showed is
@@ -163,9 +172,8 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         """A short function of a prepared version, read here on the UI thread before the
         kept screen is shown again: its first frame has the code (no "loading…" frame: one
         layout and render instead of two; the worker's read held the same interpreter lock).
-        So is a huge one's first screen (its C when held or kept on disk): its links, its C
-        when not kept, and in Raw WASM the rest by pages come after that frame
-        (:meth:`_then_more`), as the worker's answer has them.
+        So is a huge one's first screen (its C if held or kept on disk): its links, its C if
+        not kept, the rest by pages in Raw WASM come after that frame (:meth:`_then_more`).
         Anything else (not prepared, long, an import, an error): False, the worker reads it."""
         try:
             result = _load(self.kb.db_path, _short_code_of, self.version_id, self.index)
@@ -197,10 +205,9 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         if self._styled_as is not None and self._styled_as == _style_inputs(self.app):
             event.refresh_styles = False
         self._styled_as = None
-        if self._then is not None:  # answered before the push: the rest after its frame
-            gen, self._then = self._then, None
-            if gen == self._gen:
-                self._then_more(gen, self.version_id, self.index)
+        gen, self._then = self._then, None  # answered before the push: the rest after its frame
+        if gen is not None and gen == self._gen:
+            self._then_more(gen, self.version_id, self.index)
 
     def reload(self) -> None:
         self._gen += 1
@@ -239,8 +246,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
 
     @work(thread=True, group="code")
     def _then_more(self, gen: int, version_id: int, index: int) -> None:
-        """A huge function answered before the push (:meth:`_answer_at_once`): what
-        :meth:`_fetch` does after its first frame."""
+        """:meth:`_fetch`'s part after a huge function's first frame (read before the push)."""
         self._after_first(gen, version_id, index, True)
 
     def _after_first(self, gen: int, version_id: int, index: int, links: bool) -> None:
@@ -648,19 +654,17 @@ def _code_of(code_service, conn, vid: int, idx: int, say: Callable[[str], None])
 
 
 def _short_code_of(conn, vid: int, idx: int) -> tuple | None:
-    """:func:`_code_of` of a version prepared already, read on the UI thread when it is
-    bounded work (a few ms, up to ~30 for a huge one's first screen): a function of at most
-    :data:`AT_ONCE_INSTRUCTIONS`, a huge one (its first screen: ``FIRST_SCREEN``
-    instructions, and its C only when held or kept on disk, never lifted here) or one whose
-    whole answer this process holds; None for any other (read on the worker: a lift)."""
+    """:func:`_code_of` of a prepared version on the UI thread when bounded (a few ms, ~30 for
+    a huge one): a function of at most :data:`AT_ONCE_INSTRUCTIONS`, a huge one (its first
+    ``FIRST_SCREEN`` instructions; its C only if held or kept on disk, never lifted here) or
+    one whose whole answer is held; None for any other (the worker reads it: a lift)."""
     code_service = sys.modules.get("kbtool.services.code")
     if code_service is None or not code_service.is_cached(conn, vid):
         return None
     n = code_service.body_instructions(conn, vid, idx)
-    if n is None:
-        return None
-    if AT_ONCE_INSTRUCTIONS < n <= code_service.HUGE_INSTRUCTIONS and not (
-        code_service.answer_held(conn, vid, idx)
+    if n is None or (
+        AT_ONCE_INSTRUCTIONS < n <= code_service.HUGE_INSTRUCTIONS
+        and not code_service.answer_held(conn, vid, idx)
     ):
         return None
     return _code_of(code_service, conn, vid, idx, lambda text: None)

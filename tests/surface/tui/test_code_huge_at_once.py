@@ -204,3 +204,37 @@ def _slow(real):
         return real(conn, vid, idx)
 
     return held
+
+
+def test_a_new_code_screen_of_a_prepared_version_is_read_as_it_is_mounted(code_kb, monkeypatch):
+    """A new screen (the app's first code screen, a call followed from the kept one) of a
+    prepared version reads a short function as it is mounted, before its first frame: no
+    worker read (``reload``); it shows what a screen read by the worker shows."""
+    reloads: list[int] = []
+    real = CodeScreen.reload
+
+    def spy(self) -> None:
+        reloads.append(self.index)
+        real(self)
+
+    monkeypatch.setattr(CodeScreen, "reload", spy)
+    code.clear_cache()
+
+    async def main():
+        app = make_app(code_kb)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            app.push_screen(CodeScreen(1, 2))  # the version not prepared: the worker reads it
+            await settle(pilot)
+            by_worker = _seen(app)
+            await pilot.press("escape")
+            await settle(pilot)
+            app.push_screen(CodeScreen(1, 2))  # prepared now
+            await settle(pilot)
+            return list(reloads), by_worker, _seen(app)
+
+    reloads_seen, by_worker, at_mount = asyncio.run(main())
+    assert reloads_seen == [2]  # only the first screen went to the worker
+    assert "callers (1)" in at_mount["text"]
+    for key in ("lines", "count", "text", "svg"):
+        assert at_mount[key] == by_worker[key], key
