@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbtool.kb.errors import KBError, UnknownStableIdError, UnknownVersionError
-from kbtool.mcp.registry import MAX_INT, bound
+from kbtool.mcp.registry import MAX_INT, AnswerTooLarge, bound
 
 log = logging.getLogger("kbtool.mcp")
 
@@ -39,6 +39,9 @@ def as_tool(
                 return render(fn(**kwargs))
         except KBError as exc:
             raise tool_error(message(exc)) from None
+        except AnswerTooLarge as exc:
+            log.warning("tool %s: %s", fn.__name__, exc)
+            raise tool_error(str(exc)) from None
         except OverflowError:  # an integer SQLite cannot hold (the schemas bound them too)
             raise tool_error(f"a number is out of range (0..{MAX_INT})") from None
         except Exception as exc:

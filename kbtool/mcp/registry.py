@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 # the answers' encoder lives below the services, which keep a whole diff's encoded answer
 # (:mod:`kbtool.services.diff.answer`); re-exported here for the tools
-from kbtool.services.json_answer import LARGE, Encoded, as_json, ascii_json  # noqa: F401
+from kbtool.services.json_answer import LARGE, Encoded, as_json, ascii_json, env_bytes  # noqa: F401
 
 MAX_INT = 2**63 - 1  # SQLite's largest integer: every id/index/limit argument is 0..MAX_INT
 
@@ -45,6 +45,16 @@ MODULES = (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: the longest answer a tool sends (bytes of its JSON string in the JSON-RPC line): the MCP
+#: TypeScript SDK's stdio client (Claude Desktop, Claude Code, the Inspector) ends the whole
+#: session on a message over 10 MiB, so a bigger whole answer is refused with a one-line
+#: error that says how to page; ``KBTOOL_MCP_MAX_ANSWER`` (bytes) for clients without that bound
+MAX_ANSWER = env_bytes("KBTOOL_MCP_MAX_ANSWER", 10_000_000)
+
+
+class AnswerTooLarge(Exception):
+    """A tool's answer is longer than :data:`MAX_ANSWER` (the message says how to page)."""
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -61,9 +71,24 @@ class Tool:
         return self.fn.__name__
 
     def render(self, value: Any) -> str:
+        """What the SDK is given for ``value``; :class:`AnswerTooLarge` past :data:`MAX_ANSWER`."""
+        from kbtool.mcp import splice
+
         if isinstance(value, Rendered):
-            return value.wire()
-        return value if self.text else as_json(value)
+            wire = value.wire()
+        else:
+            wire = value if self.text else as_json(value)
+        size = splice.wire_bytes(wire)
+        if size > MAX_ANSWER:
+            splice.forget(wire)
+            raise AnswerTooLarge(
+                f"the whole answer of {self.name} is {size:,} bytes, more than one MCP message"
+                f" may carry ({MAX_ANSWER:,}: the TypeScript SDK's stdio client ends the"
+                " session past 10 MiB); ask for pages with its offset and limit inputs (its"
+                " description says how), or start `kbtool mcp` with"
+                " KBTOOL_MCP_MAX_ANSWER=<bytes> for a client without that bound"
+            )
+        return wire
 
 
 class Rendered:

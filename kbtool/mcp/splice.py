@@ -27,7 +27,16 @@ from collections.abc import Callable
 
 from kbtool.services.json_answer import env_bytes
 
-__all__ = ["ACTIVE", "SPLICE_FROM", "literal", "splice", "stand_in", "stand_in_literal"]
+__all__ = [
+    "ACTIVE",
+    "SPLICE_FROM",
+    "forget",
+    "literal",
+    "splice",
+    "stand_in",
+    "stand_in_literal",
+    "wire_bytes",
+]
 
 
 #: answers this long (characters, all ASCII) or longer are spliced; ``KBTOOL_MCP_SPLICE_FROM``
@@ -122,3 +131,24 @@ def splice(line: bytes) -> list[bytes] | None:
         for token in used:
             _PENDING.pop(token, None)
     return out
+
+
+def wire_bytes(wire: str) -> int:
+    """About how many bytes ``wire`` (what a tool gives the SDK) takes in the SDK's line as a
+    JSON string: a stand-in's answer literal exactly, else the text with its quotes,
+    backslashes, newlines and tabs escaped (other control characters are rare in answers)."""
+    if wire.startswith(_MARK):
+        with _LOCK:
+            lit = _PENDING.get(b'"' + wire.encode() + b'"')
+        if lit is not None:
+            return len(lit)
+    size = len(wire) if wire.isascii() else len(wire.encode("utf-8", "surrogatepass"))
+    escaped = sum(map(wire.count, ('"', "\\", "\n", "\t", "\r")))
+    return size + 2 + escaped
+
+
+def forget(wire: str) -> None:
+    """Drop ``wire``'s answer when it is a stand-in the SDK will never write."""
+    if wire.startswith(_MARK):
+        with _LOCK:
+            _PENDING.pop(b'"' + wire.encode() + b'"', None)
