@@ -149,39 +149,36 @@ def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) ->
 def record_rows(analysis) -> list[tuple]:
     """The FuncRecords of :func:`records_from_analysis` as tuples of their field values in
     ``fields(FuncRecord)`` order (``stable_id`` None): ``FuncRecord(*row)`` is the record.
-    A later ingest can send them on before it builds record objects of its own."""
+    A later ingest can send them on before it builds record objects of its own (on the
+    early match child's path: one comprehension, no call for a function without export
+    names, whose carried names are its raw name alone)."""
     funcs = analysis.functions
     minified = module_is_minified(n for f in funcs for n in (f.export_names or ()))
-    slots = table_slots(analysis)
-    out: list[tuple] = []
-    for f in funcs:
-        names = carried_names(list(f.export_names or ()), f.raw_name, minified)
-        if f.imported:
-            imp = f"{f.import_module}.{f.import_field}"
-        else:
-            imp = None
-        out.append(
-            (
-                f.index,
-                None,
-                bool(f.imported),
-                imp,
-                f.type_sig,
-                None if f.imported else f.body_hash,
-                None if f.imported else f.shape_hash,
-                names,
-                tuple(dict.fromkeys(f.calls)),
-                tuple(f.strings or ()),
-                tuple(f.consts or ()),
-                bytes(f.ops or b""),
-                f.instr_count or 0,
-                f.body_size or 0,
-                f.loops or 0,
-                f.call_indirect or 0,
-                tuple(slots.get(f.index, ())),
-            )
+    get_slots = table_slots(analysis).get
+    fromkeys = dict.fromkeys
+    return [
+        (
+            f.index,
+            None,
+            bool(imp),
+            f"{f.import_module}.{f.import_field}" if imp else None,
+            f.type_sig,
+            None if imp else f.body_hash,
+            None if imp else f.shape_hash,
+            carried_names(list(exp), raw, minified) if exp else ((raw,) if raw else ()),
+            tuple(fromkeys(f.calls)),
+            tuple(f.strings or ()),
+            tuple(f.consts or ()),
+            bytes(f.ops or b""),
+            f.instr_count or 0,
+            f.body_size or 0,
+            f.loops or 0,
+            f.call_indirect or 0,
+            tuple(get_slots(f.index, ())),
         )
-    return out
+        for f in funcs
+        for imp, exp, raw in ((f.imported, f.export_names, f.raw_name),)
+    ]
 
 
 def table_slots(analysis) -> dict[int, list[int]]:
