@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from rich.text import Text
 from textual import events
+from textual._cells import cell_len
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.visual import RulesMap
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -93,6 +95,51 @@ class LinkList(OptionList):
         lines = super().render_lines(crop)
         self._drawn_at = width
         return lines
+
+    def _update_lines(self) -> None:
+        """OptionList's line index (each new option's height), without making an option's
+        visual to measure it when its text plainly fits on one line.
+
+        OptionList turns every option's prompt into Content and wraps it to learn its height,
+        off-screen options too (~70 % of a detail open with hundreds of links). A Text prompt
+        of printable characters (no newline, no tab) at most the options' width is one line
+        whatever the wrap and overflow rules; any other option is measured as OptionList
+        does. The visuals of the rows drawn are made as they are drawn."""
+        region = self.scrollable_content_region
+        if not region:
+            return
+        cache = self._line_cache
+        lines, options = cache.lines, self._options
+        start = lines[-1][0] + 1 if lines else 0
+        width = region.width - self._get_left_gutter_width()
+        if start < len(options):
+            styles = self.styles
+            inner = width - self.get_component_styles("option-list--option").padding.width
+            room = inner - int(styles.get("line_pad", 0) or 0) * 2  # type: ignore[call-overload]
+            get_visual = self._get_visual
+            index_to_line, heights = cache.index_to_line, cache.heights
+            for index in range(start, len(options)):
+                option = options[index]
+                index_to_line[index] = len(lines)
+                prompt = option._prompt
+                if (
+                    option._visual is None
+                    and type(prompt) is Text
+                    and room > 0
+                    and (plain := prompt.plain).isprintable()
+                    and cell_len(plain) <= room
+                ):
+                    count = 1
+                else:
+                    count = get_visual(option).get_height(cast(RulesMap, styles), inner)
+                count += option._divider
+                heights[index] = count
+                lines.extend([(index, n) for n in range(count)])
+        last_divider = options and options[-1]._divider
+        virtual_size = Size(width, len(lines) - (1 if last_divider else 0))
+        if virtual_size != self.virtual_size:
+            self.virtual_size = virtual_size
+            self._scroll_update(virtual_size)
 
     def _add_rest(
         self, batch: int, rest: list, prompt: Callable[[Any], Text] | None, tail: list[Option]
