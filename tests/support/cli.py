@@ -23,3 +23,17 @@ def run_cli(
         env=env,
         cwd=cwd,
     )
+
+
+def startup_env() -> dict[str, str]:
+    """The environment of a start-up measure: this checkout first, 80 columns."""
+    return dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
+
+
+def imported_modules(stderr: str) -> set[str]:
+    """Module names from an ``-X importtime`` log."""
+    out = set()
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            out.add(line.rsplit("|", 1)[1].strip())
+    return out

@@ -5,7 +5,6 @@ front-ends (textual, starlette, numpy) nor the other command modules."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +14,13 @@ from typer.main import get_command_name
 
 from kbtool import commands
 from kbtool.cli import build_app
-from tests.support.paths import DEMO_WASM, ROOT
+from tests.support.cli import imported_modules, startup_env
+from tests.support.paths import DEMO_WASM
 
 HEAVY = ("textual", "starlette", "numpy", "sqlite_utils", "uvicorn", "mcp")
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
+_env = startup_env
 
 
 def _kbtool(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -35,13 +34,7 @@ def _kbtool(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-def _imported(stderr: str) -> set[str]:
-    """Module names from an ``-X importtime`` log."""
-    out = set()
-    for line in stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            out.add(line.rsplit("|", 1)[1].strip())
-    return out
+_imported = imported_modules
 
 
 def _owner_of_each_command() -> dict[str, str]:

@@ -12,7 +12,8 @@ import pytest
 
 from kbtool import cli
 from kbtool.commands import tui_launch
-from tests.surface.cli.test_cli_startup import _env, _imported
+from tests.support.cli import imported_modules as _imported
+from tests.support.cli import startup_env as _env
 
 PLAIN = [
     ["tui"],
