@@ -321,9 +321,29 @@ def _ingest_direct(args: list[str], keep: bool = False) -> int | None:
 def _ingest_plan(args: list[str]) -> tuple[dict[str, Any], str] | None:
     """``(options, FILE)`` of a command line :func:`_ingest_direct` runs (``db`` the
     ingest's own ``--db`` or else the root one); ``None`` when Typer must parse it."""
+    files: list[str] = []
+    opts = _command_options(args, "ingest", _INGEST_OPTIONS, "-l", files)
+    if opts is None or len(files) != 1 or not files[0]:
+        return None
+    if "base" in opts and not _plain_int(opts["base"]):
+        return None
+    return opts, files[0]
+
+
+def _command_options(
+    args: list[str],
+    command: str,
+    table: dict[str, tuple[str, bool]],
+    short: str,
+    files: list[str] | None = None,
+) -> dict[str, Any] | None:
+    """The options of ``kbtool [--db P] COMMAND [options]`` read by ``table`` (option ->
+    (key, takes a value)), ``db`` the command's own ``--db`` or else the root one; positional
+    arguments go to ``files`` (None: refused); ``short`` is the one-letter option never
+    written with ``=``. ``None`` when Typer must parse the line."""
     root: dict[str, Any] = {}
     i = 0
-    while i < len(args) and args[i] != "ingest":
+    while i < len(args) and args[i] != command:
         if not (args[i] == "--db" or args[i].startswith("--db=")):
             return None
         if not _take_options(args[i : i + (1 if "=" in args[i] else 2)], {"--db": "db"}, root):
@@ -332,15 +352,14 @@ def _ingest_plan(args: list[str]) -> tuple[dict[str, Any], str] | None:
     if i >= len(args):
         return None
     opts: dict[str, Any] = {}
-    files: list[str] = []
     rest = iter(args[i + 1 :])
     for arg in rest:
-        if not arg.startswith("-"):
+        if files is not None and not arg.startswith("-"):
             files.append(arg)
             continue
         name, eq, value = arg.partition("=")
-        spec = _INGEST_OPTIONS.get(name)
-        if spec is None or (eq and (not spec[1] or name == "-l")):
+        spec = table.get(name)
+        if spec is None or (eq and (not spec[1] or name == short)):
             return None
         key, takes = spec
         if takes and not eq:
@@ -351,10 +370,8 @@ def _ingest_plan(args: list[str]) -> tuple[dict[str, Any], str] | None:
         if takes and not value:
             return None
         opts[key] = value if takes else True
-    if len(files) != 1 or not files[0] or ("base" in opts and not _plain_int(opts["base"])):
-        return None
     opts["db"] = opts.get("db") or root.get("db")
-    return opts, files[0]
+    return opts
 
 
 # ``kbtool tui`` options read without Typer: option -> (key, takes a value)
@@ -393,35 +410,11 @@ def _tui_direct(args: list[str]) -> bool:
 def _tui_plan(args: list[str]) -> dict[str, Any] | None:
     """The options of a command line :func:`_tui_direct` runs (``db`` the command's own
     ``--db`` or else the root one), or ``None`` when Typer must parse it."""
-    root: dict[str, Any] = {}
-    i = 0
-    while i < len(args) and args[i] != "tui":
-        if not (args[i] == "--db" or args[i].startswith("--db=")):
-            return None
-        if not _take_options(args[i : i + (1 if "=" in args[i] else 2)], {"--db": "db"}, root):
-            return None
-        i += 1 if "=" in args[i] else 2
-    if i >= len(args):
+    opts = _command_options(args, "tui", _TUI_OPTIONS, "-V")
+    if opts is None:
         return None
-    opts: dict[str, Any] = {}
-    rest = iter(args[i + 1 :])
-    for arg in rest:
-        name, eq, value = arg.partition("=")
-        spec = _TUI_OPTIONS.get(name)
-        if spec is None or (eq and (not spec[1] or name == "-V")):
-            return None
-        key, takes = spec
-        if takes and not eq:
-            nxt = next(rest, None)
-            if nxt is None or nxt.startswith("-"):
-                return None
-            value = nxt
-        if takes and not value:
-            return None
-        opts[key] = value if takes else True
     if "version" in opts and not (_plain_int(opts["version"]) and opts["version"][0] != "-"):
         return None
-    opts["db"] = opts.get("db") or root.get("db")
     return opts
 
 
