@@ -137,6 +137,7 @@ def test_every_owned_benchmark_is_listed():
         "interactive_servers",
         "interactive_ingest",
         "interactive_tui",  # the TUI child process
+        "mcp_ts_client",  # node + npm's TypeScript MCP SDK (run by hand, like diff_triage)
     }
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
     assert scripts - elsewhere - helpers == set(EXPECTED)
