@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import events
 from textual.binding import Binding
@@ -77,6 +77,28 @@ def style_inputs(app) -> tuple:
     then) and the app's classes (``-small``). A kept screen closed and shown again with these
     unchanged has its styles as they were (issue 30)."""
     return (getattr(app, "_css_update_count", None), app.classes, app.theme)
+
+
+S = TypeVar("S", bound=Screen)
+
+
+def push_kept(app, name: str, cls: type[S], *args: Any) -> S:
+    """Push ``cls(*args)`` the way the app keeps one screen of a kind (issue 30): its kept
+    screen (installed as ``name``) shown again with ``args`` swapped in (``swap(*args)``:
+    not composed, mounted and styled again); a new one while the kept one is open (a call
+    followed from it) or not running; the first one made is installed as ``name``."""
+    kept = app.get_screen(name) if app.is_screen_installed(name) else None
+    if kept is None or not isinstance(kept, cls):
+        screen = cls(*args)
+        if kept is None:
+            app.install_screen(screen, name)
+    elif kept in app.screen_stack or not kept.is_running:
+        screen = cls(*args)
+    else:
+        kept.swap(*args)  # (every kept kind has swap, taking its constructor's arguments)
+        screen = kept
+    app.push_screen(screen)
+    return screen
 
 
 def _laid_out_at(screen: Screen, size: object) -> bool:

@@ -28,7 +28,7 @@ from kbtool.render.disasm import head_lines
 from kbtool.render.text import lit
 from kbtool.services import heap
 from kbtool.textutil import printable
-from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen, push_kept
 from kbtool.tui.screens.base import style_inputs as _style_inputs
 from kbtool.tui.screens.code_diff import DiffPair, FunctionDiffScreen
 from kbtool.tui.screens.code_paging import PagedDisassembly
@@ -675,18 +675,7 @@ def open_code(app, version_id: int, index: int, mode: str = C) -> CodeScreen:
     shown again with another function's content, its widgets are not composed, mounted and
     styled again (Textual's build of the screen was most of a warm open's CPU, issue 30).
     While that screen is open (a call followed from it) a new one is pushed over it."""
-    kept = app.get_screen(KEPT) if app.is_screen_installed(KEPT) else None
-    if kept is None or not isinstance(kept, CodeScreen):
-        screen = CodeScreen(version_id, index, mode)
-        if kept is None:
-            app.install_screen(screen, KEPT)
-    elif kept in app.screen_stack or not kept.is_running:
-        screen = CodeScreen(version_id, index, mode)
-    else:
-        kept.swap(version_id, index, mode)
-        screen = kept
-    app.push_screen(screen)
-    return screen
+    return push_kept(app, KEPT, CodeScreen, version_id, index, mode)
 
 
 def _link(entry: dict) -> Text:

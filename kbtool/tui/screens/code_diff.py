@@ -18,7 +18,14 @@ from kbtool.kb.errors import KBError
 from kbtool.render.code import WASM, C, diff_summary_text
 from kbtool.render.text import lit
 from kbtool.services import heap
-from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen, style_inputs
+from kbtool.tui.screens.base import (
+    BACK,
+    HISTORY,
+    FunctionRef,
+    KbScreen,
+    push_kept,
+    style_inputs,
+)
 from kbtool.tui.screens.code_paging import read_ro as _load
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.diff_view import FunctionDiffView
@@ -77,12 +84,12 @@ class FunctionDiffScreen(KbScreen):
 
     _styled_as: tuple | None = None  # the styles' inputs when it was closed (kept screen)
 
-    def swap(self, pair: DiffPair) -> None:
+    def swap(self, from_version: int, from_index: int, to_version: int, to_index: int) -> None:
         """Another pair on this (kept, closed) screen, as a new screen of it would start
         (side by side, Raw WASM); the last one's late answer is dropped (``_gen``). Two short
         bodies of prepared versions are compared here, before it is shown (its first frame
         has the diff: one layout and render); else the worker compares them on its resume."""
-        self.pair = pair
+        self.pair = pair = DiffPair(from_version, from_index, to_version, to_index)
         self.diff = None
         self.unified, self.mode = False, WASM
         self._gen += 1
@@ -216,16 +223,4 @@ def open_function_diff(
     """Push one function's diff. The app keeps one function diff screen (installed as
     :data:`KEPT`), shown again with another pair's content: not composed, mounted and styled
     again (issue 30). While it is open a new one is pushed over it."""
-    pair = DiffPair(from_version, from_index, to_version, to_index)
-    kept = app.get_screen(KEPT) if app.is_screen_installed(KEPT) else None
-    if kept is None or not isinstance(kept, FunctionDiffScreen):
-        screen = FunctionDiffScreen(*pair)
-        if kept is None:
-            app.install_screen(screen, KEPT)
-    elif kept in app.screen_stack or not kept.is_running:
-        screen = FunctionDiffScreen(*pair)
-    else:
-        kept.swap(pair)
-        screen = kept
-    app.push_screen(screen)
-    return screen
+    return push_kept(app, KEPT, FunctionDiffScreen, from_version, from_index, to_version, to_index)

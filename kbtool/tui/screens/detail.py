@@ -26,7 +26,15 @@ from kbtool.render.text import lit
 from kbtool.services import nav
 from kbtool.textutil import clip, printable
 from kbtool.tui.screen_css import ScreenCss
-from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen, style_inputs
+from kbtool.tui.screens.base import (
+    BACK,
+    HISTORY,
+    RENAME,
+    FunctionRef,
+    KbScreen,
+    push_kept,
+    style_inputs,
+)
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text, prov_text
@@ -457,15 +465,4 @@ def open_detail(app, version_id: int, index: int) -> DetailScreen:
     :data:`KEPT`): shown again with another function's content, its widgets are not composed,
     mounted and styled again (most of a warm open's CPU, issue 30). While that screen is open
     (a caller followed from it) a new one is pushed over it."""
-    kept = app.get_screen(KEPT) if app.is_screen_installed(KEPT) else None
-    if kept is None or not isinstance(kept, DetailScreen):
-        screen = DetailScreen(version_id, index)
-        if kept is None:
-            app.install_screen(screen, KEPT)
-    elif kept in app.screen_stack or not kept.is_running:
-        screen = DetailScreen(version_id, index)
-    else:
-        kept.swap(version_id, index)
-        screen = kept
-    app.push_screen(screen)
-    return screen
+    return push_kept(app, KEPT, DetailScreen, version_id, index)
