@@ -237,10 +237,6 @@ def is_runtime_name(name: str | None) -> bool:
     return False
 
 
-def any_runtime_name(names: Iterable[str | None]) -> bool:
-    return any(is_runtime_name(n) for n in names)
-
-
 def is_runtime_import(import_name: str | None) -> bool:
     """``"module.field"`` of an import that the runtime (WASI, Emscripten, bindgen, Go) provides."""
     if not import_name:
